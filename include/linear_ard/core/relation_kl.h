@@ -61,6 +61,9 @@ struct RelationKLParams {
 
   // Forward outputs, fp32 [B, H, n]: per-row KL and per-row natural-log LSE of each model
   // (-inf for a row with no visible key). The backward reads lse_* back.
+  // fp64 rule: for dtype kF64 (checks such as finite differences and torch gradcheck) kl, lse_*,
+  // grad_kl, dx and dy all point to double buffers instead (cast the pointers); fp32 outputs would
+  // round away what those checks measure. CUDA entry points may refuse kF64.
   float* kl = nullptr;
   float* lse_student = nullptr;
   float* lse_teacher = nullptr;

@@ -1,0 +1,313 @@
+// Relation-KL backward on tensor cores: column-parallel, dY in registers, dX through fp32 atomics.
+#pragma once
+
+#include "relation_kl_common.cuh"  // defines: mma16816, ldmatrix_x4(_trans), load_tile, ex2, pack2
+
+namespace linear_ard {
+namespace cuda {
+
+// Tile shape of the backward for a padded head-dim bucket D (16-bit inputs).
+template <int D>
+struct BwdTile {
+  static constexpr int kKeys = D <= 128 ? 128 : 64;  // keys per CTA: one warp per 16 keys
+  static constexpr int kRows = D <= 128 ? 64 : 32;   // rows (queries) per pipeline stage
+  static constexpr int kWarps = kKeys / 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kPitch = D + 8;
+  static constexpr int kZPitch = kRows + 8;
+  static constexpr bool kYInRegs = D <= 128;
+  // dX = dZ Y_s of a row tile is split over the warps as kDxWarpsM row groups x kDxWarpsD columns.
+  static constexpr int kDxWarpsM = kRows / 16;
+  static constexpr int kDxWarpsD = kWarps / kDxWarpsM;
+  static constexpr int kDxCols = D / kDxWarpsD;
+  static constexpr size_t kSmemBytes = (2 * kKeys + 2 * 2 * kRows) * kPitch * 2  // Y_s, Y_t, X stages
+                                       + kKeys * kZPitch * 2                     // dZ^T
+                                       + 2 * 3 * kRows * 4;                      // row stats stages
+};
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+// Grid (ceil(n / kKeys), heads_y_s, B); CTA = kKeys keys of one student Y head; warp w owns keys
+// 16w..16w+15. The CTA walks the X heads of its GQA group and, for each, the row tiles that see
+// its keys (i >= j0 when causal), kRows rows at a time with X_s, X_t, LSEs and g double-buffered.
+// Per row tile, warp w computes S^T = Y[its keys] X[rows]^T for both models (Y fragments stay in
+// registers for D <= 128), dZ^T = g * scale_s * (P_s - P_t) with P = exp2(z - lse2) from the
+// forward's LSEs, then
+//   dY[its keys] += dZ^T X_s            (16 x D fp32 accumulator in registers for the whole CTA)
+//   dX[rows]     += dZ Y_s              (dZ^T staged in shared memory as 16-bit; each warp owns a
+//                                        16-row x kDxCols block and adds it to dx with atomics)
+// dx must be zero on entry; dy (or, for the self-relation, dx again) receives dY at the end.
+template <typename T, int D>
+__global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kernel(const RelationKLParams p,
+                                                                                   bool vec_s, bool vec_t) {
+  using Tile = BwdTile<D>;
+  constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = Tile::kPitch, ZP = Tile::kZPitch;
+  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sYs = reinterpret_cast<T*>(smem_raw);
+  T* sYt = sYs + BN * P;
+  T* sX = sYt + BN * P;              // [stage][model][BM][P]
+  T* sZ = sX + 2 * 2 * BM * P;       // dZ^T [BN][ZP]
+  float* sStat = reinterpret_cast<float*>(sZ + BN * ZP);  // [stage][lse2_s, lse2_t, g*scale_s][BM]
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  const int hy = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len;
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int group = p.heads / p.student.heads_y;
+  const int ds = p.student.head_dim, dt = p.teacher.head_dim;
+  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
+  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+
+  // This thread's keys in the S^T accumulators: rows g and g+8 of its warp's 16.
+  const int64_t key_lo = j0 + warp * 16 + g;
+  bool key_ok[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t key = key_lo + 8 * r;
+    key_ok[r] = key < n && (kmask == nullptr || kmask[key]);
+  }
+  const bool any_hidden_key = kmask != nullptr || j0 + BN > n;
+
+  const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
+  const int64_t per_head = rt_end - rt_begin;
+  const int64_t iters = per_head * group;
+
+  // Iteration it = (head in group, row tile); loads that iteration's X tiles and row stats.
+  auto load_rows = [&](int64_t it, int stage) {
+    const int h = hy * group + static_cast<int>(it / per_head);
+    const int64_t i0 = (rt_begin + it % per_head) * BM;
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+    T* dst = sX + stage * 2 * BM * P;
+    load_tile<T, BM, D, Tile::kThreads>(dst, S.x, p.student.x_row_stride, i0, n, ds, vec_s);
+    load_tile<T, BM, D, Tile::kThreads>(dst + BM * P, Tt.x, p.teacher.x_row_stride, i0, n, dt, vec_t);
+    // Rows past n or with no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+    float* st = sStat + stage * 3 * BM;
+    for (int r = threadIdx.x; r < BM; r += Tile::kThreads) {
+      const int64_t row = i0 + r, o = (b * p.heads + h) * n + row;
+      const float lse_s = row < n ? p.lse_student[o] : -INFINITY;
+      const bool live = lse_s != -INFINITY;
+      st[r] = live ? lse_s * kLog2e : INFINITY;
+      st[BM + r] = live ? p.lse_teacher[o] * kLog2e : INFINITY;
+      st[2 * BM + r] = live ? p.grad_kl[o] * p.student.scale : 0.f;
+    }
+  };
+  auto load_teacher_keys = [&](int h) {
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+    load_tile<T, BN, D, Tile::kThreads>(sYt, Tt.y, p.teacher.y_row_stride, j0, n, dt, vec_t);
+  };
+
+  {
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, hy * group);
+    load_tile<T, BN, D, Tile::kThreads>(sYs, S.y, p.student.y_row_stride, j0, n, ds, vec_s);
+  }
+  int hy_t = (hy * group) / (p.heads / p.teacher.heads_y);
+  load_teacher_keys(hy * group);
+  if (iters > 0) load_rows(0, 0);
+  cp_async_commit();
+
+  // A-fragment address (16 rows of a row-major tile): rows l%16, k-chunk l/16.
+  const int a_off = (warp * 16 + lane % 16) * P + (lane / 16) * 8;
+  // B-fragment address, non-transposed (S^T: n = rows of X, k = d): rows (l/16)*8 + l%8, chunk (l/8)%2.
+  const int b_off = ((lane / 16) * 8 + lane % 8) * P + ((lane / 8) % 2) * 8;
+  // B-fragment address, transposed (k = rows of a [k][d] tile, n = d): rows l%8 + ((l/8)%2)*8, chunk l/16.
+  const int bt_off = (lane % 8 + ((lane / 8) % 2) * 8) * P + (lane / 16) * 8;
+  // A-fragment of dZ (rows x keys) read transposed out of dZ^T [key][row]: keys l%8 + (l/16)*8,
+  // row-chunk (l/8)%2.
+  const int zt_off = (lane % 8 + (lane / 16) * 8) * ZP + ((lane / 8) % 2) * 8;
+
+  uint32_t ys_frag[Tile::kYInRegs ? KS : 1][4], yt_frag[Tile::kYInRegs ? KS : 1][4];
+  auto load_y_frags = [&](bool student) {
+    if constexpr (Tile::kYInRegs) {
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        if (student) ldmatrix_x4(ys_frag[kk], sYs + a_off + kk * 16);
+        ldmatrix_x4(yt_frag[kk], sYt + a_off + kk * 16);
+      }
+    }
+  };
+
+  float dy[DT][4];
+#pragma unroll
+  for (int i = 0; i < DT; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dy[i][e] = 0.f;
+
+  const int wm = warp % Tile::kDxWarpsM, wd = warp / Tile::kDxWarpsM;
+  int cur_h = -1;
+  for (int64_t it = 0; it < iters; ++it) {
+    const int stage = static_cast<int>(it & 1);
+    const int h = hy * group + static_cast<int>(it / per_head);
+    const int64_t i0 = (rt_begin + it % per_head) * BM;
+    if (it + 1 < iters) {
+      load_rows(it + 1, stage ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (h != cur_h) {
+      // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
+      const int want = h / (p.heads / p.teacher.heads_y);
+      if (want != hy_t) {
+        load_teacher_keys(h);
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads();
+        hy_t = want;
+        cur_h = -1;  // reload both fragment sets below
+      }
+      load_y_frags(cur_h < 0);
+      cur_h = h;
+    }
+    const T* sXs = sX + stage * 2 * BM * P;
+    const T* sXt = sXs + BM * P;
+    const float* st = sStat + stage * 3 * BM;
+
+    // S^T for both models: 16 keys x BM rows per warp.
+    float zs[RT][4], zt[RT][4];
+#pragma unroll
+    for (int i = 0; i < RT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) zs[i][e] = zt[i][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      uint32_t as[4], at[4];
+      if constexpr (Tile::kYInRegs) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) as[e] = ys_frag[kk][e], at[e] = yt_frag[kk][e];
+      } else {
+        ldmatrix_x4(as, sYs + a_off + kk * 16);
+        ldmatrix_x4(at, sYt + a_off + kk * 16);
+      }
+#pragma unroll
+      for (int np = 0; np < RT / 2; ++np) {
+        uint32_t bs[4], bt[4];
+        ldmatrix_x4(bs, sXs + b_off + np * 16 * P + kk * 16);
+        ldmatrix_x4(bt, sXt + b_off + np * 16 * P + kk * 16);
+        mma16816<T>(zs[2 * np], as, bs[0], bs[1]);
+        mma16816<T>(zs[2 * np + 1], as, bs[2], bs[3]);
+        mma16816<T>(zt[2 * np], at, bt[0], bt[1]);
+        mma16816<T>(zt[2 * np + 1], at, bt[2], bt[3]);
+      }
+    }
+
+    // dZ^T in place of zs. Masking is needed only where a key is hidden or the tile crosses the
+    // causal diagonal; elsewhere rows without a visible key are already zeroed through lse/g.
+    const bool masked = any_hidden_key || (p.causal && i0 < j0 + BN - 1);
+#pragma unroll
+    for (int i = 0; i < RT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int rl = i * 8 + 2 * tq + (e & 1);
+        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        float dz = st[2 * BM + rl] * (ps - pt);
+        if (masked) {
+          const int r = e >> 1;
+          if (!key_ok[r] || (p.causal && key_lo + 8 * r > i0 + rl)) dz = 0.f;
+        }
+        zs[i][e] = dz;
+      }
+
+    // dY[keys] += dZ^T X_s: A = dZ^T straight from the accumulators (two 8-row n-tiles make one
+    // 16-wide k-step), B = X_s read transposed.
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      const uint32_t a[4] = {pack2<T>(zs[2 * kk][0], zs[2 * kk][1]), pack2<T>(zs[2 * kk][2], zs[2 * kk][3]),
+                             pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]),
+                             pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3])};
+#pragma unroll
+      for (int np = 0; np < DT / 2; ++np) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, sXs + bt_off + kk * 16 * P + np * 16);
+        mma16816<T>(dy[2 * np], a, bf[0], bf[1]);
+        mma16816<T>(dy[2 * np + 1], a, bf[2], bf[3]);
+      }
+      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
+      T* zrow = sZ + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
+      *reinterpret_cast<uint32_t*>(zrow) = a[0];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP) = a[1];
+      *reinterpret_cast<uint32_t*>(zrow + 8) = a[2];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP + 8) = a[3];
+    }
+    __syncthreads();
+
+    // dX[rows wm*16.., cols wd*XC..] = dZ Y_s over this CTA's BN keys, added to dx.
+    float dx[XC / 8][4];
+#pragma unroll
+    for (int i = 0; i < XC / 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t a[4];
+      ldmatrix_x4_trans(a, sZ + zt_off + kk * 16 * ZP + wm * 16);
+#pragma unroll
+      for (int np = 0; np < XC / 16; ++np) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, sYs + bt_off + kk * 16 * P + wd * XC + np * 16);
+        mma16816<T>(dx[2 * np], a, bf[0], bf[1]);
+        mma16816<T>(dx[2 * np + 1], a, bf[2], bf[3]);
+      }
+    }
+    float* dx_head = p.dx + (b * p.heads + h) * n * ds;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int64_t row = i0 + wm * 16 + g + 8 * r;
+      if (row >= n) continue;
+      float* dst = dx_head + row * ds;
+#pragma unroll
+      for (int i = 0; i < XC / 8; ++i) {
+        const int col = wd * XC + i * 8 + 2 * tq;
+        if (col < ds) atomicAdd(dst + col, dx[i][2 * r]);
+        if (col + 1 < ds) atomicAdd(dst + col + 1, dx[i][2 * r + 1]);
+      }
+    }
+    __syncthreads();  // sZ and this X stage are rewritten next iteration
+  }
+
+  // dY of this CTA's keys is complete: it owns them, so plain stores (or, for the self-relation,
+  // atomics into dx, where other CTAs add dX rows).
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t key = key_lo + 8 * r;
+    if (key >= n) continue;
+#pragma unroll
+    for (int i = 0; i < DT; ++i) {
+      const int col = i * 8 + 2 * tq;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (col + e >= ds) continue;
+        const float v = dy[i][2 * r + e];
+        if (p.dy) {
+          p.dy[((b * p.student.heads_y + hy) * n + key) * ds + col + e] = v;
+        } else {
+          atomicAdd(p.dx + ((b * p.heads + hy) * n + key) * ds + col + e, v);
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// kernel launchers
+
+template <typename T, int D>
+void relation_kl_bwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  using Tile = BwdTile<D>;
+  auto kernel = relation_kl_bwd_kernel<T, D>;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Tile::kSmemBytes)),
+             "relation_kl_bwd: set shared memory");
+  const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kKeys - 1) / Tile::kKeys), p.student.heads_y,
+                  static_cast<unsigned>(p.batch));
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
+  cuda_check(cudaGetLastError(), "relation_kl_bwd launch");
+}
+
+}  // namespace cuda
+}  // namespace linear_ard

@@ -1,0 +1,9 @@
+// Instantiates the tensor-core relation-KL bwd for head-dim bucket 128 (bf16 and fp16).
+#include "relation_kl_bwd.cuh"  // defines: relation_kl_bwd_launch
+
+namespace linear_ard {
+namespace cuda {
+template void relation_kl_bwd_launch<__nv_bfloat16, 128>(const RelationKLParams&, bool, bool);
+template void relation_kl_bwd_launch<__half, 128>(const RelationKLParams&, bool, bool);
+}  // namespace cuda
+}  // namespace linear_ard

@@ -1,0 +1,159 @@
+// Device helpers shared by the relation-KL kernels: tensor-core fragments, cp.async tile loads,
+// log2-domain constants and the per-(batch, head) addressing of RelationKLParams.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "linear_ard/core/relation_kl.h"  // defines: RelationKLParams, RelationSide, DType
+
+namespace linear_ard {
+namespace cuda {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// Throws std::runtime_error with the CUDA error string; used after every launch and API call.
+inline void cuda_check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("linear_ard CUDA: ") + what + ": " + cudaGetErrorString(err));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels' building blocks
+
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+
+// Two fp32 values as one 32-bit register of two 16-bit elements (low half = first), the A-operand
+// element pair of mma.sync.
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// D(16x8, fp32) += A(16x16, row) * B(16x8, col). Fragment layout (g = lane/4, t = lane%4):
+// a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..); b0 (k 2t..2t+1, n g),
+// b1 (k 2t+8.., n g); c0,c1 (g, 2t..2t+1), c2,c3 (g+8, 2t..2t+1).
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Four 8x8 16-bit matrices; lane l gives the address of one row (lanes 8q..8q+7: matrix q).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+
+// 16-byte global->shared copy that bypasses registers; src_bytes = 0 writes zeros (padding).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
+// Loads rows [row0, row0 + ROWS) x columns [0, D) of a [n, d] matrix (row stride `stride`
+// elements) into shared memory with row pitch D + 8 elements (the 16-byte pad puts the 8 rows an
+// ldmatrix reads in 8 different bank groups). Rows >= n and columns >= d are zero-filled, so the
+// padded head-dim bucket contributes nothing to the dot products. `vec`: 16-byte aligned rows and
+// d % 8 == 0, copied with cp.async; otherwise element by element (strided or odd-sized inputs).
+template <typename T, int ROWS, int D, int NTHREADS>
+__device__ __forceinline__ void load_tile(T* smem, const T* g, int64_t stride, int64_t row0, int64_t n, int d,
+                                          bool vec) {
+  constexpr int kPitch = D + 8;
+  if (vec) {
+    constexpr int kChunks = ROWS * (D / 8);
+    for (int c = threadIdx.x; c < kChunks; c += NTHREADS) {
+      const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+      const bool ok = row0 + r < n && col < d;
+      const T* src = ok ? g + (row0 + r) * stride + col : g;
+      cp_async16(smem + r * kPitch + col, src, ok ? 16 : 0);
+    }
+  } else {
+    for (int e = threadIdx.x; e < ROWS * D; e += NTHREADS) {
+      const int r = e / D, col = e % D;
+      const bool ok = row0 + r < n && col < d;
+      smem[r * kPitch + col] = ok ? g[(row0 + r) * stride + col] : T(0.f);
+    }
+  }
+}
+
+// One model's X and Y base pointers for batch b, X head h (Y head by the GQA rule).
+template <typename T>
+struct SidePtrs {
+  const T* x;
+  const T* y;
+};
+template <typename T>
+__device__ __forceinline__ SidePtrs<T> side_ptrs(const RelationSide& s, int heads, int64_t b, int h) {
+  const int hy = h / (heads / s.heads_y);
+  return {static_cast<const T*>(s.x) + b * s.x_batch_stride + h * s.x_head_stride,
+          static_cast<const T*>(s.y) + b * s.y_batch_stride + hy * s.y_head_stride};
+}
+
+// ------------------------------------------------------------------------------------------------
+// host helpers
+
+// True when every row of both X and Y of this side starts on a 16-byte boundary and d % 8 == 0:
+// the tensor-core kernels then copy tiles with cp.async.
+inline bool side_is_vec(const RelationSide& s, size_t elem) {
+  auto aligned = [&](const void* p, int64_t bs, int64_t hs, int64_t rs) {
+    const int64_t q = 16 / static_cast<int64_t>(elem);
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && bs % q == 0 && hs % q == 0 && rs % q == 0;
+  };
+  return s.head_dim % 8 == 0 && aligned(s.x, s.x_batch_stride, s.x_head_stride, s.x_row_stride) &&
+         aligned(s.y, s.y_batch_stride, s.y_head_stride, s.y_row_stride);
+}
+
+}  // namespace cuda
+}  // namespace linear_ard

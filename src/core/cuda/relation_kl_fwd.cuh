@@ -1,0 +1,224 @@
+// Fused relation-KL forward on tensor cores: both models' online LSEs and the row KL in one launch.
+#pragma once
+
+#include "relation_kl_common.cuh"  // defines: mma16816, ldmatrix_x4, load_tile, ex2, side_ptrs
+
+namespace linear_ard {
+namespace cuda {
+
+// Tile shape of the forward for a padded head-dim bucket D (16-bit inputs).
+template <int D>
+struct FwdTile {
+  static constexpr int kRows = 64;                  // rows (queries) per CTA: 4 warps x 16
+  static constexpr int kKeys = D <= 128 ? 64 : 32;  // keys per pipeline stage
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kPitch = D + 8;
+  static constexpr bool kXInRegs = D <= 128;  // d = 256 would need 128 registers for X alone
+  static constexpr size_t kSmemBytes = (2 * kRows + 2 * 2 * kKeys) * kPitch * 2;
+};
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+// Grid (ceil(n / 64), H, B); CTA = 64 rows of one (batch, head), 4 warps x 16 rows.
+// Shared memory: X_s, X_t [64 x D] (loaded once), Y_s, Y_t [kKeys x D] x 2 stages (cp.async
+// double buffering: tile t+1 is in flight while tile t is multiplied).
+// Each thread holds, for its two rows (g, g+8 of its warp's 16): the log2-domain running maxima
+// m_t, m_s, its partial sums l_t, l_s and A = sum exp2(z_t - m_t)(z_t - z_s) over its columns
+// (quad-reduced at the end), both S accumulators of the current key tile (16 x kKeys per warp),
+// and, for D <= 128, both models' X fragments for the whole loop.
+// Logits are kept in log2 units: z = acc * scale * log2(e), so every exponential is one ex2.
+template <typename T, int D>
+__global__ void __launch_bounds__(FwdTile<D>::kThreads, 2) relation_kl_fwd_kernel(const RelationKLParams p,
+                                                                                   bool vec_s, bool vec_t) {
+  using Tile = FwdTile<D>;
+  constexpr int BM = Tile::kRows, BN = Tile::kKeys, P = Tile::kPitch, NT = BN / 8, KS = D / 16;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sXs = reinterpret_cast<T*>(smem_raw);
+  T* sXt = sXs + BM * P;
+  T* sY = sXt + BM * P;  // [stage][model][BN][P]
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  const int h = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len;
+  // Heaviest causal row blocks first, so the tail of the grid is short ones.
+  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
+  const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+  const int ds = p.student.head_dim, dt = p.teacher.head_dim;
+  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
+  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+
+  const int64_t kv_end = p.causal ? min(n, r0 + BM) : n;
+  const int ntiles = static_cast<int>((kv_end + BN - 1) / BN);
+
+  auto load_keys = [&](int t, int stage) {
+    T* dst = sY + stage * 2 * BN * P;
+    load_tile<T, BN, D, Tile::kThreads>(dst, S.y, p.student.y_row_stride, int64_t(t) * BN, n, ds, vec_s);
+    load_tile<T, BN, D, Tile::kThreads>(dst + BN * P, Tt.y, p.teacher.y_row_stride, int64_t(t) * BN, n, dt,
+                                        vec_t);
+  };
+  load_tile<T, BM, D, Tile::kThreads>(sXs, S.x, p.student.x_row_stride, r0, n, ds, vec_s);
+  load_tile<T, BM, D, Tile::kThreads>(sXt, Tt.x, p.teacher.x_row_stride, r0, n, dt, vec_t);
+  if (ntiles > 0) load_keys(0, 0);
+  cp_async_commit();
+
+  // A-fragment address of this lane in a 16-row tile: rows l%16, k-chunk l/16.
+  const int a_off = (warp * 16 + lane % 16) * P + (lane / 16) * 8;
+  // B-fragment (x4 = two 8-key n-tiles) address: keys (l/16)*8 + l%8, k-chunk (l/8)%2.
+  const int b_off = ((lane / 16) * 8 + lane % 8) * P + ((lane / 8) % 2) * 8;
+
+  uint32_t xs_frag[Tile::kXInRegs ? KS : 1][4], xt_frag[Tile::kXInRegs ? KS : 1][4];
+  if constexpr (Tile::kXInRegs) {
+    cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      ldmatrix_x4(xs_frag[kk], sXs + a_off + kk * 16);
+      ldmatrix_x4(xt_frag[kk], sXt + a_off + kk * 16);
+    }
+  }
+
+  float m_t[2] = {-INFINITY, -INFINITY}, m_s[2] = {-INFINITY, -INFINITY};
+  float l_t[2] = {0.f, 0.f}, l_s[2] = {0.f, 0.f}, acc_a[2] = {0.f, 0.f};
+  const int64_t row_lo = r0 + warp * 16 + g;  // this thread's rows: row_lo, row_lo + 8
+
+  for (int t = 0; t < ntiles; ++t) {
+    if (t + 1 < ntiles) {
+      load_keys(t + 1, (t + 1) & 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const T* sYs = sY + (t & 1) * 2 * BN * P;
+    const T* sYt = sYs + BN * P;
+
+    float zs[NT][4], zt[NT][4];
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) zs[i][e] = zt[i][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      uint32_t as[4], at[4];
+      if constexpr (Tile::kXInRegs) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) as[e] = xs_frag[kk][e], at[e] = xt_frag[kk][e];
+      } else {
+        ldmatrix_x4(as, sXs + a_off + kk * 16);
+        ldmatrix_x4(at, sXt + a_off + kk * 16);
+      }
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        // No branches around padded k-steps: they would stop the compiler from hoisting the
+        // ldmatrix loads ahead of the mma chain.
+        uint32_t bs[4], bt[4];
+        ldmatrix_x4(bs, sYs + b_off + np * 16 * P + kk * 16);
+        ldmatrix_x4(bt, sYt + b_off + np * 16 * P + kk * 16);
+        mma16816<T>(zs[2 * np], as, bs[0], bs[1]);
+        mma16816<T>(zs[2 * np + 1], as, bs[2], bs[3]);
+        mma16816<T>(zt[2 * np], at, bt[0], bt[1]);
+        mma16816<T>(zt[2 * np + 1], at, bt[2], bt[3]);
+      }
+    }
+
+    // Scale into log2 units; on tiles that cross the causal diagonal, the sequence end or a key
+    // mask, hidden logits become -inf (both models share the mask).
+    const int64_t k0 = int64_t(t) * BN;
+    const bool masked = kmask != nullptr || k0 + BN > n || (p.causal && k0 + BN - 1 > r0);
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        zs[i][e] *= cs;
+        zt[i][e] *= ct;
+        if (masked) {
+          const int64_t key = k0 + i * 8 + 2 * tq + (e & 1), row = row_lo + (e >> 1) * 8;
+          if (key >= n || (p.causal && key > row) || (kmask && !kmask[key])) zs[i][e] = zt[i][e] = -INFINITY;
+        }
+      }
+
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx_t = m_t[r], mx_s = m_s[r];
+#pragma unroll
+      for (int i = 0; i < NT; ++i) {
+        mx_t = fmaxf(mx_t, fmaxf(zt[i][2 * r], zt[i][2 * r + 1]));
+        mx_s = fmaxf(mx_s, fmaxf(zs[i][2 * r], zs[i][2 * r + 1]));
+      }
+      mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 1));
+      mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 2));
+      mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 1));
+      mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 2));
+      // A row that has seen no visible key yet keeps max -inf; subtract 0 instead so no inf - inf.
+      const float use_t = mx_t == -INFINITY ? 0.f : mx_t, use_s = mx_s == -INFINITY ? 0.f : mx_s;
+      const float alpha_t = ex2(m_t[r] - use_t), alpha_s = ex2(m_s[r] - use_s);
+      m_t[r] = mx_t;
+      m_s[r] = mx_s;
+      float sum_t = 0.f, sum_s = 0.f, sum_a = 0.f;
+#pragma unroll
+      for (int i = 0; i < NT; ++i)
+#pragma unroll
+        for (int e = 2 * r; e < 2 * r + 2; ++e) {
+          const float pt = ex2(zt[i][e] - use_t);
+          sum_t += pt;
+          sum_s += ex2(zs[i][e] - use_s);
+          // Hidden entries have pt = 0 and z_t - z_s = -inf - -inf: keep them out of A.
+          if (masked) {
+            sum_a += pt > 0.f ? pt * (zt[i][e] - zs[i][e]) : 0.f;
+          } else {
+            sum_a = fmaf(pt, zt[i][e] - zs[i][e], sum_a);
+          }
+        }
+      l_t[r] = fmaf(l_t[r], alpha_t, sum_t);
+      l_s[r] = fmaf(l_s[r], alpha_s, sum_s);
+      acc_a[r] = fmaf(acc_a[r], alpha_t, sum_a);
+    }
+    __syncthreads();  // the stage just read is the one the next iteration's prefetch overwrites
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+      l_t[r] += __shfl_xor_sync(0xffffffffu, l_t[r], o);
+      l_s[r] += __shfl_xor_sync(0xffffffffu, l_s[r], o);
+      acc_a[r] += __shfl_xor_sync(0xffffffffu, acc_a[r], o);
+    }
+    const int64_t row = row_lo + r * 8;
+    if (tq == 0 && row < n) {
+      const int64_t o = (b * p.heads + h) * n + row;
+      if (l_t[r] > 0.f) {
+        const float lse2_t = m_t[r] + __log2f(l_t[r]), lse2_s = m_s[r] + __log2f(l_s[r]);
+        p.kl[o] = kLn2 * (acc_a[r] / l_t[r] - (lse2_t - lse2_s));
+        p.lse_teacher[o] = kLn2 * lse2_t;
+        p.lse_student[o] = kLn2 * lse2_s;
+      } else {
+        p.kl[o] = 0.f;
+        p.lse_teacher[o] = p.lse_student[o] = -INFINITY;
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// kernel launchers
+
+template <typename T, int D>
+void relation_kl_fwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  using Tile = FwdTile<D>;
+  auto kernel = relation_kl_fwd_kernel<T, D>;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Tile::kSmemBytes)),
+             "relation_kl_fwd: set shared memory");
+  const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kRows - 1) / Tile::kRows), p.heads,
+                  static_cast<unsigned>(p.batch));
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
+  cuda_check(cudaGetLastError(), "relation_kl_fwd launch");
+}
+
+}  // namespace cuda
+}  // namespace linear_ard

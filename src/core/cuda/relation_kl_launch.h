@@ -1,0 +1,26 @@
+// Declarations of the relation-KL kernel launchers; each (type, head-dim bucket) pair is
+// instantiated in its own relation_kl_{fwd,bwd}_d<D>.cu so the build parallelises.
+#pragma once
+
+#include "linear_ard/core/relation_kl.h"  // defines: RelationKLParams
+
+namespace linear_ard {
+namespace cuda {
+
+// Tensor-core kernels for 16-bit inputs (T = __nv_bfloat16 or __half), D = padded head-dim bucket
+// (64, 96, 128, 256); vec_*: that side's rows are 16-byte aligned (cp.async tile copies).
+template <typename T, int D>
+void relation_kl_fwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
+template <typename T, int D>
+void relation_kl_bwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
+
+// SIMT kernels for any element type T (float, __nv_bfloat16, __half) and head dims up to
+// kSimtMaxHeadDim.
+constexpr int kSimtMaxHeadDim = 256;
+template <typename T>
+void relation_kl_simt_fwd_launch(const RelationKLParams& p);
+template <typename T>
+void relation_kl_simt_bwd_launch(const RelationKLParams& p);
+
+}  // namespace cuda
+}  // namespace linear_ard

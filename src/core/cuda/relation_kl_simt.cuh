@@ -1,0 +1,187 @@
+// Relation-KL on plain fp32 CUDA cores: the path for fp32 inputs and the fallback for any shape.
+#pragma once
+
+#include "relation_kl_common.cuh"  // defines: to_float, side_ptrs, cuda_check
+#include "relation_kl_launch.h"  // defines: kSimtMaxHeadDim
+
+namespace linear_ard {
+namespace cuda {
+
+// Each lane holds d / 32 elements of a row.
+constexpr int kSimtPerLane = kSimtMaxHeadDim / 32;
+constexpr int kSimtWarps = 4;
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+template <typename T>
+__device__ __forceinline__ void simt_load_row(float (&v)[kSimtPerLane], const T* row, int d, int lane) {
+#pragma unroll
+  for (int k = 0; k < kSimtPerLane; ++k) {
+    const int c = lane + 32 * k;
+    v[k] = c < d ? to_float(row[c]) : 0.f;
+  }
+}
+
+__device__ __forceinline__ float simt_dot(const float (&a)[kSimtPerLane], const float (&b)[kSimtPerLane]) {
+  float s = 0.f;
+#pragma unroll
+  for (int k = 0; k < kSimtPerLane; ++k) s = fmaf(a[k], b[k], s);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+
+__device__ __forceinline__ bool simt_visible(const RelationKLParams& p, const uint8_t* kmask, int64_t row,
+                                             int64_t key) {
+  return !(p.causal && key > row) && (kmask == nullptr || kmask[key]);
+}
+
+// Grid (ceil(n / 4), H, B); one warp per row, which walks every visible key with online
+// (max, sum) statistics for both models and A = sum exp(z_t - m_t)(z_t - z_s) (natural log).
+// Each lane holds d/32 elements of the row's X_s and X_t.
+template <typename T>
+__global__ void relation_kl_simt_fwd_kernel(const RelationKLParams p) {
+  const int lane = threadIdx.x % 32, h = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len, row = int64_t(blockIdx.x) * kSimtWarps + threadIdx.x / 32;
+  if (row >= n) return;
+  const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h), Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+  const int ds = p.student.head_dim, dt = p.teacher.head_dim;
+  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+  float xs[kSimtPerLane], xt[kSimtPerLane], ys[kSimtPerLane], yt[kSimtPerLane];
+  simt_load_row(xs, S.x + row * p.student.x_row_stride, ds, lane);
+  simt_load_row(xt, Tt.x + row * p.teacher.x_row_stride, dt, lane);
+  float m_t = -INFINITY, m_s = -INFINITY, l_t = 0.f, l_s = 0.f, a = 0.f;
+  const int64_t kv_end = p.causal ? row + 1 : n;
+  for (int64_t key = 0; key < kv_end; ++key) {
+    if (!simt_visible(p, kmask, row, key)) continue;
+    simt_load_row(ys, S.y + key * p.student.y_row_stride, ds, lane);
+    simt_load_row(yt, Tt.y + key * p.teacher.y_row_stride, dt, lane);
+    const float zs = simt_dot(xs, ys) * p.student.scale, zt = simt_dot(xt, yt) * p.teacher.scale;
+    if (zt > m_t) {
+      const float alpha = __expf(m_t - zt);
+      l_t *= alpha;
+      a *= alpha;
+      m_t = zt;
+    }
+    if (zs > m_s) {
+      l_s *= __expf(m_s - zs);
+      m_s = zs;
+    }
+    const float pt = __expf(zt - m_t);
+    l_t += pt;
+    a = fmaf(pt, zt - zs, a);
+    l_s += __expf(zs - m_s);
+  }
+  if (lane == 0) {
+    const int64_t o = (b * p.heads + h) * n + row;
+    if (l_t > 0.f) {
+      const float lse_t = m_t + __logf(l_t), lse_s = m_s + __logf(l_s);
+      p.kl[o] = a / l_t - (lse_t - lse_s);
+      p.lse_teacher[o] = lse_t;
+      p.lse_student[o] = lse_s;
+    } else {
+      p.kl[o] = 0.f;
+      p.lse_teacher[o] = p.lse_student[o] = -INFINITY;
+    }
+  }
+}
+
+// dZ(row, key) = g * scale_s * (P_s - P_t) for one visible pair (0 for a row without keys).
+template <typename T>
+__device__ __forceinline__ float simt_dz(const RelationKLParams& p, int64_t o, const float (&xs)[kSimtPerLane],
+                                         const float (&xt)[kSimtPerLane], const float (&ys)[kSimtPerLane],
+                                         const float (&yt)[kSimtPerLane]) {
+  const float lse_s = p.lse_student[o];
+  if (lse_s == -INFINITY) return 0.f;
+  const float zs = simt_dot(xs, ys) * p.student.scale, zt = simt_dot(xt, yt) * p.teacher.scale;
+  return p.grad_kl[o] * p.student.scale * (__expf(zs - lse_s) - __expf(zt - p.lse_teacher[o]));
+}
+
+// Grid (ceil(n / 4), H, B); one warp per row: dX[row] = sum over visible keys of dZ Y_s (plain
+// store: the row is this warp's alone). Lanes hold d/32 elements of X_s, X_t and the dX row.
+template <typename T>
+__global__ void relation_kl_simt_dx_kernel(const RelationKLParams p) {
+  const int lane = threadIdx.x % 32, h = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len, row = int64_t(blockIdx.x) * kSimtWarps + threadIdx.x / 32;
+  if (row >= n) return;
+  const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h), Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+  const int ds = p.student.head_dim, dt = p.teacher.head_dim;
+  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+  const int64_t o = (b * p.heads + h) * n + row;
+  float xs[kSimtPerLane], xt[kSimtPerLane], ys[kSimtPerLane], yt[kSimtPerLane], dx[kSimtPerLane] = {};
+  simt_load_row(xs, S.x + row * p.student.x_row_stride, ds, lane);
+  simt_load_row(xt, Tt.x + row * p.teacher.x_row_stride, dt, lane);
+  const int64_t kv_end = p.causal ? row + 1 : n;
+  for (int64_t key = 0; key < kv_end; ++key) {
+    if (!simt_visible(p, kmask, row, key)) continue;
+    simt_load_row(ys, S.y + key * p.student.y_row_stride, ds, lane);
+    simt_load_row(yt, Tt.y + key * p.teacher.y_row_stride, dt, lane);
+    const float dz = simt_dz<T>(p, o, xs, xt, ys, yt);
+#pragma unroll
+    for (int k = 0; k < kSimtPerLane; ++k) dx[k] = fmaf(dz, ys[k], dx[k]);
+  }
+  float* dst = p.dx + o * ds;
+#pragma unroll
+  for (int k = 0; k < kSimtPerLane; ++k)
+    if (lane + 32 * k < ds) dst[lane + 32 * k] = dx[k];
+}
+
+// Grid (ceil(n / 4), heads_y_s, B); one warp per key of a student Y head: dY[key] = sum over the
+// X heads of its GQA group and the rows that see it of dZ X_s. Runs after the dX kernel; for the
+// self-relation it adds into dx (this warp is the only writer of that row now).
+template <typename T>
+__global__ void relation_kl_simt_dy_kernel(const RelationKLParams p) {
+  const int lane = threadIdx.x % 32, hy = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len, key = int64_t(blockIdx.x) * kSimtWarps + threadIdx.x / 32;
+  if (key >= n) return;
+  const int group = p.heads / p.student.heads_y, ds = p.student.head_dim, dt = p.teacher.head_dim;
+  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+  float xs[kSimtPerLane], xt[kSimtPerLane], ys[kSimtPerLane], yt[kSimtPerLane], dy[kSimtPerLane] = {};
+  if (kmask == nullptr || kmask[key]) {
+    for (int h = hy * group; h < (hy + 1) * group; ++h) {
+      const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h), Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+      simt_load_row(ys, S.y + key * p.student.y_row_stride, ds, lane);
+      simt_load_row(yt, Tt.y + key * p.teacher.y_row_stride, dt, lane);
+      for (int64_t row = p.causal ? key : 0; row < n; ++row) {
+        simt_load_row(xs, S.x + row * p.student.x_row_stride, ds, lane);
+        simt_load_row(xt, Tt.x + row * p.teacher.x_row_stride, dt, lane);
+        const float dz = simt_dz<T>(p, (b * p.heads + h) * n + row, xs, xt, ys, yt);
+#pragma unroll
+        for (int k = 0; k < kSimtPerLane; ++k) dy[k] = fmaf(dz, xs[k], dy[k]);
+      }
+    }
+  }
+  float* dst = p.dy ? p.dy + ((b * p.student.heads_y + hy) * n + key) * ds : p.dx + ((b * p.heads + hy) * n + key) * ds;
+#pragma unroll
+  for (int k = 0; k < kSimtPerLane; ++k) {
+    const int c = lane + 32 * k;
+    if (c < ds) dst[c] = p.dy ? dy[k] : dst[c] + dy[k];
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// kernel launchers
+
+template <typename T>
+void relation_kl_simt_fwd_launch(const RelationKLParams& p) {
+  const dim3 grid(static_cast<unsigned>((p.seq_len + kSimtWarps - 1) / kSimtWarps), p.heads,
+                  static_cast<unsigned>(p.batch));
+  relation_kl_simt_fwd_kernel<T><<<grid, kSimtWarps * 32, 0, static_cast<cudaStream_t>(p.stream)>>>(p);
+  cuda_check(cudaGetLastError(), "relation_kl_simt_fwd launch");
+}
+
+template <typename T>
+void relation_kl_simt_bwd_launch(const RelationKLParams& p) {
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  const unsigned row_blocks = static_cast<unsigned>((p.seq_len + kSimtWarps - 1) / kSimtWarps);
+  relation_kl_simt_dx_kernel<T>
+      <<<dim3(row_blocks, p.heads, static_cast<unsigned>(p.batch)), kSimtWarps * 32, 0, stream>>>(p);
+  cuda_check(cudaGetLastError(), "relation_kl_simt_dx launch");
+  relation_kl_simt_dy_kernel<T>
+      <<<dim3(row_blocks, p.student.heads_y, static_cast<unsigned>(p.batch)), kSimtWarps * 32, 0, stream>>>(p);
+  cuda_check(cudaGetLastError(), "relation_kl_simt_dy launch");
+}
+
+}  // namespace cuda
+}  // namespace linear_ard

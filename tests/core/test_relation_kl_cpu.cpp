@@ -1,0 +1,247 @@
+// The CPU relation-KL operator against the dense fp64 reference, over fixed and freshly random shapes.
+//
+// Tolerances. The reference reads the same stored (already rounded) inputs, so bf16/fp16 inputs add no
+// error of their own: what differs is fp32 accumulation (unit roundoff u = 2^-24 = 6e-8) against fp64.
+// A logit is a d-term dot product, off by about u sqrt(d) |z|; LSE and KL are R-weighted sums of
+// logits, so their absolute error scales with the row's largest |z| too. Per row we allow
+//   |kl - kl_ref| <= 1e-5 |kl_ref| + 1e-6 sqrt(d) (1 + max|z|)      (about 16 u sqrt(d) |z|)
+// and the same for the LSEs. A gradient element sums n terms dZ(i,j) Y(j,k) whose dZ carries the
+// relative error of R (about u sqrt(d) max|z|), so gradients are compared normwise per tensor:
+//   max |g - g_ref| <= 2e-5 sqrt(d) (1 + max|z|) max |g_ref|.
+// fp64 inputs accumulate in fp64 and round only the fp32 outputs: 1e-6 relative (16 u).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "linear_ard/core/relation_kl.h"
+#include "linear_ard/core/relation_kl_problem.h"    // defines: RelationKLProblem, RelationKLProblemSpec
+#include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
+
+namespace linear_ard {
+namespace {
+
+std::string describe(const RelationKLProblemSpec& s) {
+  std::ostringstream out;
+  out << "seed=" << s.seed << " B=" << s.batch << " H=" << s.heads << " n=" << s.seq_len
+      << " heads_y(s,t)=" << s.heads_y_student << "," << s.heads_y_teacher << " d(s,t)=" << s.dim_student
+      << "," << s.dim_teacher << " dtype=" << dtype_name(s.dtype) << " causal=" << s.causal
+      << " self=" << s.self_relation << " strided=" << s.strided << " mask=" << int(s.mask)
+      << " last_batch_masked=" << s.last_batch_masked << " logit_std=" << s.logit_std;
+  return out.str();
+}
+
+constexpr double kGradientTolerance = 4;
+
+// Checks forward and backward of one problem against the reference; failures name the spec.
+void expect_matches_reference(const RelationKLProblemSpec& spec) {
+  SCOPED_TRACE(describe(spec));
+  RelationKLProblem problem(spec);
+  RelationKLParams& p = problem.params();
+  relation_kl_forward_cpu(p);
+  relation_kl_backward_cpu(p);
+  const RelationKLReference ref = relation_kl_reference(p, true);
+
+  const bool f64 = spec.dtype == DType::kF64;
+  const double sqrt_d = std::sqrt(double(std::max(spec.dim_student, spec.dim_teacher)));
+  double zmax = 0;
+  for (double z : ref.logit_abs_max) zmax = std::max(zmax, z);
+
+  // Relative units: u sqrt(d) (1 + max|z|) for fp32 accumulation, ~fp64 roundoff for kF64.
+  const double unit = f64 ? 1e-13 * (1 + zmax) : 6e-8 * sqrt_d * (1 + zmax);
+  int reported = 0;
+  auto expect_row = [&](const char* what, double got, double want, double row_zmax, size_t row) {
+    if (std::isinf(want)) {
+      if (got != want && reported++ < 5) ADD_FAILURE() << what << "[" << row << "] = " << got << ", want " << want;
+      return;
+    }
+    const double tol = f64 ? 1e-13 * (std::fabs(want) + 1 + row_zmax)
+                           : 1e-5 * std::fabs(want) + 1e-6 * sqrt_d * (1 + row_zmax);
+    if (!(std::fabs(got - want) <= tol) && reported++ < 5) {
+      ADD_FAILURE() << what << "[" << row << "] = " << got << ", reference " << want << ", tolerance " << tol;
+    }
+  };
+  for (size_t r = 0; r < ref.kl.size(); ++r) {
+    expect_row("kl", problem.kl[r], ref.kl[r], ref.logit_abs_max[r], r);
+    expect_row("lse_student", problem.lse_student[r], ref.lse_student[r], ref.logit_abs_max[r], r);
+    expect_row("lse_teacher", problem.lse_teacher[r], ref.lse_teacher[r], ref.logit_abs_max[r], r);
+  }
+
+  auto expect_grad = [&](const char* what, const OperatorBuffer& got, const std::vector<double>& want,
+                         const std::vector<double>& want_abs) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    double worst = 0;
+    size_t worst_at = 0;
+    for (size_t k = 0; k < want.size(); ++k) {
+      const double ratio = std::fabs(got[k] - want[k]) / (unit * want_abs[k] + 1e-300);
+      if (!(ratio <= worst)) {
+        worst = ratio;
+        worst_at = k;
+      }
+    }
+    EXPECT_LE(worst, kGradientTolerance) << what << "[" << worst_at << "] = " << got[worst_at] << ", reference "
+                          << want[worst_at] << ", sum of |terms| " << want_abs[worst_at];
+  };
+  expect_grad("dx", problem.dx, ref.dx, ref.dx_abs);
+  if (!spec.self_relation) expect_grad("dy", problem.dy, ref.dy, ref.dy_abs);
+}
+
+RelationKLProblemSpec base_spec(int64_t n, int32_t d, DType dtype) {
+  RelationKLProblemSpec s;
+  s.seq_len = n;
+  s.dim_student = s.dim_teacher = d;
+  s.dtype = dtype;
+  s.seed = std::random_device{}();
+  return s;
+}
+
+class RelationKLCpuDType : public ::testing::TestWithParam<DType> {};
+
+TEST_P(RelationKLCpuDType, OddLengthsAndHeadDims) {
+  for (int64_t n : {1, 2, 97}) {
+    for (int32_t d : {8, 64, 72, 128}) {
+      RelationKLProblemSpec s = base_spec(n, d, GetParam());
+      s.heads = 2;
+      s.heads_y_student = s.heads_y_teacher = 2;
+      s.causal = d == 64;
+      expect_matches_reference(s);
+    }
+  }
+}
+
+TEST_P(RelationKLCpuDType, LongCausalRow) {
+  RelationKLProblemSpec s = base_spec(1025, 64, GetParam());
+  s.causal = true;
+  expect_matches_reference(s);
+}
+
+TEST_P(RelationKLCpuDType, TeacherAndStudentDiffer) {
+  RelationKLProblemSpec s = base_spec(130, 72, GetParam());
+  s.dim_teacher = 128;
+  s.self_relation = false;
+  s.heads = 8;
+  s.heads_y_student = 2;  // GQA on the student: X head h reads Y head h / 4
+  s.heads_y_teacher = 4;
+  s.causal = true;
+  expect_matches_reference(s);
+}
+
+TEST_P(RelationKLCpuDType, EmptyRowsFromMasks) {
+  RelationKLProblemSpec s = base_spec(97, 64, GetParam());
+  s.batch = 3;
+  s.heads = 2;
+  s.heads_y_student = s.heads_y_teacher = 2;
+  s.causal = true;
+  s.mask = KeyMaskKind::kLeading;  // rows before the first visible key see nothing
+  s.last_batch_masked = true;      // a batch item with every key padded
+  expect_matches_reference(s);
+  s.causal = false;
+  s.mask = KeyMaskKind::kRandom;
+  s.self_relation = false;
+  s.heads_y_student = 1;
+  expect_matches_reference(s);
+}
+
+TEST_P(RelationKLCpuDType, StridedStorage) {
+  RelationKLProblemSpec s = base_spec(97, 64, GetParam());
+  s.batch = 2;
+  s.heads = 4;
+  s.heads_y_student = s.heads_y_teacher = 4;
+  s.strided = true;  // [B, n, H, d + 3] viewed as [B, H, n, d]
+  expect_matches_reference(s);
+  s.self_relation = false;
+  s.heads_y_student = 2;
+  s.causal = true;
+  expect_matches_reference(s);
+}
+
+TEST_P(RelationKLCpuDType, LargeLogits) {
+  RelationKLProblemSpec s = base_spec(200, 64, GetParam());
+  s.logit_std = 20;  // logits reach about +-80
+  s.heads = 2;
+  s.heads_y_student = s.heads_y_teacher = 2;
+  s.causal = true;
+  expect_matches_reference(s);
+  s.self_relation = false;
+  s.causal = false;
+  expect_matches_reference(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, RelationKLCpuDType,
+                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16, DType::kF64),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+// Shapes, layouts and options drawn fresh each run; the trace prints the seed of a failing draw.
+TEST(RelationKLCpu, RandomProblemsMatchReference) {
+  const uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                        uint64_t(std::random_device{}());
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
+  };
+  for (int draw = 0; draw < 48; ++draw) {
+    RelationKLProblemSpec s;
+    s.seed = rng();
+    s.batch = pick({1, 2});
+    s.heads = int32_t(pick({1, 2, 4, 8}));
+    s.seq_len = pick({1, 2, 3, 31, 64, 65, 97, 130});
+    s.dim_student = int32_t(pick({8, 64, 72, 128}));
+    s.dim_teacher = pick({0, 1}) ? s.dim_student : int32_t(pick({8, 64, 72, 128}));
+    s.dtype = DType(pick({0, 1, 2, 3}));
+    s.causal = pick({0, 1});
+    s.self_relation = pick({0, 1});
+    s.heads_y_student = s.self_relation ? s.heads : int32_t(s.heads / pick({1, int64_t(s.heads)}));
+    s.heads_y_teacher = s.self_relation ? s.heads : int32_t(s.heads / pick({1, int64_t(s.heads)}));
+    s.strided = pick({0, 1});
+    s.mask = KeyMaskKind(pick({0, 1, 2}));
+    s.last_batch_masked = s.batch > 1 && pick({0, 1});
+    s.logit_std = double(pick({1, 4, 20}));
+    expect_matches_reference(s);
+    if (HasFailure()) {
+      ADD_FAILURE() << "RandomProblemsMatchReference: generator seed " << seed << ", draw " << draw;
+      return;
+    }
+  }
+}
+
+// The backward's partial sums are reduced in a fixed order: repeated runs agree to the bit.
+TEST(RelationKLCpu, BackwardIsDeterministic) {
+  RelationKLProblemSpec s = base_spec(300, 64, DType::kF32);
+  s.heads = 4;
+  s.heads_y_student = s.heads_y_teacher = 1;
+  s.self_relation = false;
+  s.causal = true;
+  RelationKLProblem problem(s);
+  relation_kl_forward_cpu(problem.params());
+  relation_kl_backward_cpu(problem.params());
+  const std::vector<double> dx = problem.dx.values(), dy = problem.dy.values();
+  for (int run = 0; run < 3; ++run) {
+    relation_kl_backward_cpu(problem.params());
+    EXPECT_EQ(problem.dx.values(), dx);
+    EXPECT_EQ(problem.dy.values(), dy);
+  }
+}
+
+// Identical teacher and student give KL 0 and zero gradient.
+TEST(RelationKLCpu, IdenticalModelsGiveZero) {
+  RelationKLProblemSpec s = base_spec(97, 64, DType::kF32);
+  s.causal = true;
+  RelationKLProblem problem(s);
+  RelationKLParams p = problem.params();
+  p.teacher = p.student;
+  relation_kl_forward_cpu(p);
+  relation_kl_backward_cpu(p);
+  for (double kl : problem.kl.values()) EXPECT_NEAR(kl, 0.0, 1e-6);
+  for (double g : problem.dx.values()) EXPECT_NEAR(g, 0.0, 1e-6);
+}
+
+}  // namespace
+}  // namespace linear_ard
