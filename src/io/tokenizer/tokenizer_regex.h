@@ -1,0 +1,31 @@
+// Regex: a compiled PCRE2 pattern (UTF + UCP, JIT when available) with Oniguruma's meaning of \s,
+// for the Split pre-tokenizer and the Replace normalizer/decoder of tokenizer.json files.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace linear_ard::io {
+
+class Regex {
+ public:
+  // Throws std::invalid_argument with PCRE2's message and the offset when `pattern` is invalid.
+  explicit Regex(const std::string& pattern);
+  // A pattern matching `literal` exactly.
+  static Regex literal(std::string_view literal);
+  ~Regex();
+  Regex(Regex&&) noexcept;
+  Regex& operator=(Regex&&) noexcept;
+
+  // Byte ranges [begin, end) of the successive non-overlapping matches in valid UTF-8 `text`.
+  std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace linear_ard::io
