@@ -1,0 +1,169 @@
+"""torch.ops.linear_ard.relation_kl on CUDA against PyTorch autograd on materialised matrices.
+
+FlashAttention's rule: for every output (kl, lse, dX, dY), the op's max error against an fp64
+implementation may be at most 2x the max error of the same implementation run in the inputs' dtype
+(bf16/fp16), plus a small floor for outputs that are exactly zero. Also prints the paper's
+Appendix L table (forward fp32 loss relative error; backward bf16 gradient mean/max relative error).
+
+    LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 tests/gpu/check_relation_kl_torch.py
+"""
+
+import math
+import os
+import sys
+
+import torch
+
+torch.ops.load_library(os.environ["LINEAR_ARD_LIBRARY"])
+op = torch.ops.linear_ard.relation_kl
+
+
+def dense_relation_kl(xs, ys, xt, yt, key_mask, causal, scale_s, scale_t):
+    """Per-row KL(R_t || R_s) with both n x n logit matrices materialised, in the inputs' dtype."""
+    n = xs.shape[2]
+
+    def logits(x, y, scale):
+        y = y.repeat_interleave(x.shape[1] // y.shape[1], dim=1)
+        return scale * (x @ y.transpose(-1, -2))
+
+    vis = torch.ones(n, n, dtype=torch.bool, device=xs.device)
+    if causal:
+        vis = torch.tril(vis)
+    vis = vis[None, None].expand(xs.shape[0], 1, n, n)
+    if key_mask is not None:
+        vis = vis & key_mask[:, None, None, :].bool()
+    live = vis.any(-1, keepdim=True)
+    vis = vis | ~live  # rows without keys: any finite values, zeroed below
+    logp_s = torch.log_softmax(logits(xs, ys, scale_s).masked_fill(~vis, float("-inf")), -1)
+    logp_t = torch.log_softmax(logits(xt, yt, scale_t).masked_fill(~vis, float("-inf")), -1)
+    terms = (logp_t.exp() * (logp_t - logp_s)).masked_fill(~vis, 0)
+    return terms.sum(-1) * live[..., 0]
+
+
+def make_inputs(case, dtype, gen):
+    b, h, hys, hyt, n, ds, dt, std = (case[k] for k in ("b", "h", "hys", "hyt", "n", "ds", "dt", "std"))
+
+    def rnd(heads, d, sigma):
+        shape = (b, n, heads, d) if case["strided"] else (b, heads, n, d)
+        t = torch.randn(shape, generator=gen, device="cuda") * sigma
+        return t.transpose(1, 2) if case["strided"] else t
+
+    sig_s, sig_t = math.sqrt(std), math.sqrt(std)  # scale 1/sqrt(d): logits ~ N(0, std^2)
+    xt = rnd(h, dt, sig_t)
+    yt = xt if case["self"] else rnd(hyt, dt, sig_t)
+    if ds == dt:
+        xs = xt + 0.3 * sig_s * torch.randn(xt.shape, generator=gen, device="cuda")
+        ys = xs if case["self"] else rnd(hys, ds, sig_s)
+    else:
+        xs = rnd(h, ds, sig_s)
+        ys = xs if case["self"] else rnd(hys, ds, sig_s)
+    key_mask = None
+    if case["mask"]:
+        key_mask = torch.rand(b, n, generator=gen, device="cuda") < 0.8
+        key_mask[:, : max(1, n // 8)] = False  # causal rows before the first visible key are empty
+    conv = lambda t: t.to(dtype)
+    xs, xt = conv(xs), conv(xt)
+    ys = xs if case["self"] else conv(ys)
+    yt = xt if case["self"] else conv(yt)
+    return xs, ys, xt, yt, key_mask
+
+
+def run_case(case, dtype, gen):
+    xs, ys, xt, yt, key_mask = make_inputs(case, dtype, gen)
+    scale_s, scale_t = 1 / math.sqrt(case["ds"]), 1 / math.sqrt(case["dt"])
+    causal = case["causal"]
+    g = torch.rand(xs.shape[0], xs.shape[1], xs.shape[2], generator=gen, device="cuda")
+
+    def grads(impl_dtype, use_op):
+        leaf_x = xs.detach().to(impl_dtype).requires_grad_()
+        leaf_y = None if case["self"] else ys.detach().to(impl_dtype).requires_grad_()
+        y_in = leaf_x if case["self"] else leaf_y
+        if use_op:
+            kl, lse_s, lse_t = op(leaf_x, None if case["self"] else leaf_y, xt, None if case["self"] else yt,
+                                  key_mask, causal, scale_s, scale_t)
+        else:
+            kl = dense_relation_kl(leaf_x, y_in, xt.to(impl_dtype), yt.to(impl_dtype), key_mask, causal,
+                                   scale_s, scale_t)
+        (kl.float() * g).sum().backward()
+        out = [kl.detach().double(), leaf_x.grad.double()]
+        if leaf_y is not None:
+            out.append(leaf_y.grad.double())
+        return out
+
+    zmax = max((scale_s * (xs.double() @ xs.double().transpose(-1, -2))).abs().max().item(),
+               (scale_t * (xt.double() @ xt.double().transpose(-1, -2))).abs().max().item())
+    xmax = max(xs.double().abs().max().item(), ys.double().abs().max().item())
+    ref = grads(torch.float64, False)
+    low = grads(dtype, False)
+    got = grads(dtype, True)
+    names = ["kl", "dx", "dy"]
+    ok = True
+    report = []
+    for name, r, l, o in zip(names, ref, low, got):
+        err_op = (o - r).abs().max().item()
+        err_low = (l - r).abs().nan_to_num(float("inf")).max().item()
+        # Exact-zero floor: where the exact gradient is ~0 (rows one-hot on the self-relation's large
+        # diagonal logit) what is left is fp32 rounding of exp(z - lse), about 2^-20 of the largest logit.
+        floor = 2.0**-20 * (1 + zmax) * (scale_s * xmax if name != "kl" else 1.0)
+        good = err_op <= 2 * err_low + floor and math.isfinite(err_op)
+        ok &= good
+        report.append(f"{name} {err_op:.2e}/{err_low:.2e}{'' if good else ' FAIL'}")
+    return ok, report
+
+
+def cases():
+    base = dict(b=2, h=4, hys=4, hyt=4, n=97, ds=128, dt=128, std=2.0, self=True, causal=True, mask=False,
+                strided=False)
+    out = []
+    for d in (64, 80, 96, 128, 256):
+        out.append(dict(base, ds=d, dt=d))
+    for n in (1, 33, 255, 1024):
+        out.append(dict(base, n=n))
+    out.append(dict(base, self=False, hys=2, hyt=1, n=130))
+    out.append(dict(base, self=False, hys=1, hyt=4, causal=False, mask=True, n=200))
+    out.append(dict(base, self=False, ds=64, dt=128, strided=True, n=150))
+    out.append(dict(base, self=False, ds=80, dt=256, mask=True, n=77))
+    out.append(dict(base, std=20.0, n=300))  # logits up to about +-80
+    out.append(dict(base, std=20.0, self=False, mask=True, strided=True, causal=False, n=300))
+    return out
+
+
+def appendix_l_table(gen):
+    """Paper Appendix L: forward fp32 loss rel. error; backward bf16 gradient mean and max rel. error."""
+    print("\nAppendix L form (B=1, H=8, d=128, causal self-relation; vs fp64 dense):")
+    print("| n | forward fp32 loss rel. err | bwd bf16 grad mean rel. err | bwd bf16 grad max rel. err |")
+    print("|---|---|---|---|")
+    for n in (256, 512, 1024, 2048, 4096):
+        # std 0.3: the self-relation's diagonal logit (about 3.4) leads without making rows one-hot,
+        # where the exact gradient vanishes and relative errors measure nothing.
+        case = dict(b=1, h=8, hys=8, hyt=8, n=n, ds=128, dt=128, std=0.3, self=True, causal=True, mask=False,
+                    strided=False)
+        xs, _, xt, _, _ = make_inputs(case, torch.float32, gen)
+        s = 1 / math.sqrt(128)
+        kl32 = op(xs, None, xt, None, None, True, s, s)[0]
+        ref = dense_relation_kl(xs.double(), xs.double(), xt.double(), xt.double(), None, True, s, s)
+        fwd = ((kl32.double() - ref).abs().mean() / ref.abs().mean()).item()
+        xb, xtb = xs.bfloat16().requires_grad_(), xt.bfloat16()
+        op(xb, None, xtb, None, None, True, s, s)[0].sum().backward()
+        xd = xb.detach().double().requires_grad_()
+        dense_relation_kl(xd, xd, xtb.double(), xtb.double(), None, True, s, s).sum().backward()
+        rel = (xb.grad.double() - xd.grad).abs() / xd.grad.abs().mean()
+        print(f"| {n} | {fwd:.2e} | {rel.mean().item():.2e} | {rel.max().item():.2e} |")
+
+
+def main():
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    failures = 0
+    for case in cases():
+        for dtype in (torch.bfloat16, torch.float16):
+            ok, report = run_case(case, dtype, gen)
+            failures += not ok
+            desc = ",".join(f"{k}={v}" for k, v in case.items())
+            print(f"{'ok  ' if ok else 'FAIL'} {str(dtype)[6:]:8s} {desc}: {'; '.join(report)}")
+    appendix_l_table(gen)
+    print(f"\n{failures} failure(s) (error shown as op-vs-fp64 / same-dtype-torch-vs-fp64, max abs)")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

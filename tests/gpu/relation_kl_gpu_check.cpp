@@ -1,0 +1,300 @@
+// relation_kl_gpu_check: the CUDA relation-KL (tensor-core and SIMT paths) against the dense fp64
+// reference on many random shapes, plus a run-to-run determinism measurement. Needs a GPU.
+//   relation_kl_gpu_check            all cases
+//   relation_kl_gpu_check --quick    a few small cases (for compute-sanitizer)
+// Exits non-zero on any failure; prints one line per case and the worst errors last.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "linear_ard/core/dtype_load.h"             // defines: dtype_load_row
+#include "linear_ard/core/relation_kl.h"            // defines: relation_kl_{forward,backward}_cuda
+#include "linear_ard/core/relation_kl_problem.h"    // defines: RelationKLProblem, RelationKLProblemSpec
+#include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
+
+using namespace linear_ard;
+
+namespace {
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CUDA error in %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(2);
+  }
+}
+
+// Device copy of one buffer; freed with the object.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  DeviceBuffer(const void* host, size_t n) : bytes(n) {
+    check_cuda(cudaMalloc(&ptr, std::max<size_t>(n, 16)), "cudaMalloc");
+    if (host) check_cuda(cudaMemcpy(ptr, host, n, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr); }
+  // NaN bytes everywhere, so an output element the kernel forgets fails the comparison.
+  void poison() { check_cuda(cudaMemset(ptr, 0xff, bytes), "cudaMemset"); }
+  std::vector<float> to_host() const {
+    std::vector<float> v(bytes / sizeof(float));
+    check_cuda(cudaMemcpy(v.data(), ptr, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+    return v;
+  }
+};
+
+// The device-side mirror of a problem: inputs copied, outputs allocated, params re-pointed.
+struct DeviceProblem {
+  RelationKLParams p;
+  std::vector<DeviceBuffer*> owned;
+  DeviceBuffer *kl, *lse_s, *lse_t, *dx, *dy = nullptr;
+
+  DeviceBuffer* copy(const void* host, size_t bytes) {
+    owned.push_back(new DeviceBuffer(host, bytes));
+    return owned.back();
+  }
+  explicit DeviceProblem(RelationKLProblem& prob) {
+    p = prob.params();
+    const auto& s = prob.spec();
+    const size_t e = dtype_size(p.dtype);
+    auto side = [&](RelationSide& d, const RelationSide& h) {
+      const bool self = h.y == h.x;
+      d.x = copy(h.x, size_t(s.batch * h.x_batch_stride) * e)->ptr;
+      d.y = self ? d.x : copy(h.y, size_t(s.batch * h.y_batch_stride) * e)->ptr;
+    };
+    side(p.student, prob.params().student);
+    side(p.teacher, prob.params().teacher);
+    if (prob.params().key_mask) {
+      p.key_mask = static_cast<const uint8_t*>(copy(prob.params().key_mask, size_t(s.batch * s.seq_len))->ptr);
+    }
+    const size_t rows = size_t(s.batch) * s.heads * s.seq_len;
+    kl = copy(nullptr, rows * 4);
+    lse_s = copy(nullptr, rows * 4);
+    lse_t = copy(nullptr, rows * 4);
+    dx = copy(nullptr, rows * s.dim_student * 4);
+    p.grad_kl = static_cast<const float*>(copy(prob.grad_kl.data(), rows * 4)->ptr);
+    p.kl = static_cast<float*>(kl->ptr);
+    p.lse_student = static_cast<float*>(lse_s->ptr);
+    p.lse_teacher = static_cast<float*>(lse_t->ptr);
+    p.dx = static_cast<float*>(dx->ptr);
+    p.dy = nullptr;
+    if (prob.params().dy) {
+      dy = copy(nullptr, size_t(s.batch) * s.heads_y_student * s.seq_len * s.dim_student * 4);
+      p.dy = static_cast<float*>(dy->ptr);
+    }
+    p.workspace = nullptr;
+    p.stream = nullptr;
+  }
+  ~DeviceProblem() {
+    for (auto* b : owned) delete b;
+  }
+  void run() {
+    kl->poison(), lse_s->poison(), lse_t->poison(), dx->poison();
+    if (dy) dy->poison();
+    relation_kl_forward_cuda(p);
+    relation_kl_backward_cuda(p);
+    check_cuda(cudaDeviceSynchronize(), "kernels");
+  }
+};
+
+// Relative L2 error ||a - ref|| / max(||ref||, floor_rms * sqrt(size)); NaN anywhere (an unwritten
+// output) gives +inf. The floor matters where the exact gradient is ~0: rows that are one-hot on
+// the self-relation's large diagonal logit, where P_s - P_t is fp32 rounding of exp(z - lse).
+double rel_l2(const std::vector<float>& a, const std::vector<double>& ref, double floor_rms = 0.0) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(a[i])) return INFINITY;
+    const double r = std::isinf(ref[i]) ? 0.0 : ref[i], v = std::isinf(a[i]) ? 0.0 : a[i];
+    if (std::isinf(ref[i]) != std::isinf(a[i])) return INFINITY;
+    num += (v - r) * (v - r);
+    den += r * r;
+  }
+  return std::sqrt(num) / std::max({std::sqrt(den), floor_rms * std::sqrt(double(ref.size())), 1e-30});
+}
+
+// Max over rows of |kl - ref| / (|ref| + 1e-4 (1 + |lse_t| + logit_abs_max)): KL = A/l - (lse_t -
+// lse_s) is a difference of quantities of the size of the logits and LSEs, so its fp32 rounding
+// scales with them, not with the (often small) KL.
+double kl_err(const std::vector<float>& a, const RelationKLReference& ref) {
+  double worst = 0;
+  for (size_t i = 0; i < ref.kl.size(); ++i) {
+    if (std::isnan(a[i])) return INFINITY;
+    const double lse = std::isinf(ref.lse_teacher[i]) ? 0.0 : std::fabs(ref.lse_teacher[i]);
+    const double scale = std::fabs(ref.kl[i]) + 1e-4 * (1.0 + lse + ref.logit_abs_max[i]);
+    worst = std::max(worst, std::fabs(a[i] - ref.kl[i]) / scale);
+  }
+  return worst;
+}
+
+struct Case {
+  RelationKLProblemSpec spec;
+  std::string name;
+};
+
+// Rounding scale of one gradient element: (2^-16 of the largest logit, the error of an fp32
+// exp(z - lse) through ex2.approx / __expf with |z| that large) x scale_s x max|g| x max|Y_s|.
+double grad_floor(RelationKLProblem& prob, const RelationKLReference& ref) {
+  const RelationKLParams& p = prob.params();
+  const auto& s = prob.spec();
+  double logit = 0, g = 0, y = 0;
+  for (double v : ref.logit_abs_max) logit = std::max(logit, std::isfinite(v) ? v : 0.0);
+  for (double v : prob.grad_kl.values()) g = std::max(g, std::fabs(v));
+  std::vector<float> row(s.dim_student);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int hy = 0; hy < p.student.heads_y; ++hy)
+      for (int64_t j = 0; j < s.seq_len; ++j) {
+        dtype_load_row(p.dtype, p.student.y,
+                       b * p.student.y_batch_stride + hy * p.student.y_head_stride + j * p.student.y_row_stride,
+                       s.dim_student, row.data());
+        for (float v : row) y = std::max(y, double(std::fabs(v)));
+      }
+  return std::ldexp(1.0, -16) * (1.0 + logit) * p.student.scale * g * y;
+}
+
+std::string describe(const RelationKLProblemSpec& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%s B%lld H%d/%d/%d n%lld d%d/%d %s%s%s mask%d%s std%.0f",
+                dtype_name(s.dtype), (long long)s.batch, s.heads, s.heads_y_student, s.heads_y_teacher,
+                (long long)s.seq_len, s.dim_student, s.dim_teacher, s.causal ? "causal " : "",
+                s.self_relation ? "self " : "xy ", s.strided ? "strided " : "", int(s.mask),
+                s.last_batch_masked ? " lastmasked" : "", s.logit_std);
+  return buf;
+}
+
+std::vector<Case> make_cases(bool quick) {
+  std::vector<Case> cases;
+  uint64_t seed = 1;
+  auto add = [&](RelationKLProblemSpec s) {
+    s.seed = seed++;
+    cases.push_back({s, describe(s)});
+  };
+  if (quick) {
+    RelationKLProblemSpec s;
+    s.dtype = DType::kBF16, s.seq_len = 70, s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2;
+    s.causal = true, s.dim_student = s.dim_teacher = 128, s.mask = KeyMaskKind::kRandom;
+    add(s);
+    s.self_relation = false, s.heads_y_student = 1, s.strided = true, s.dim_student = 80;
+    add(s);
+    s.dtype = DType::kF32;
+    add(s);
+    s.dtype = DType::kF16, s.dim_student = s.dim_teacher = 256, s.strided = false;
+    add(s);
+    return cases;
+  }
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (int d : {64, 80, 96, 128, 256}) {
+      for (int64_t n : {1LL, 97LL, 333LL}) {
+        for (bool causal : {false, true}) {
+          RelationKLProblemSpec s;
+          s.dtype = dt, s.seq_len = n, s.causal = causal, s.dim_student = s.dim_teacher = d;
+          s.batch = 2, s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2;
+          s.mask = n == 97 ? KeyMaskKind::kLeading : KeyMaskKind::kNone;
+          s.student_noise = 0.3;
+          add(s);
+        }
+      }
+    }
+  }
+  // GQA, X != Y, different head dims, strided views, masks with empty rows, large logits.
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (auto dims : {std::pair<int, int>{64, 128}, {128, 64}, {80, 128}, {96, 256}, {128, 128}}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        RelationKLProblemSpec s;
+        s.dtype = dt, s.dim_student = dims.first, s.dim_teacher = dims.second;
+        s.batch = 2, s.heads = 4, s.seq_len = variant % 2 ? 201 : 130;
+        s.self_relation = false;
+        s.heads_y_student = variant == 0 ? 4 : (variant == 1 ? 2 : 1);
+        s.heads_y_teacher = variant == 2 ? 2 : 4;
+        s.causal = variant != 1;
+        s.strided = variant >= 2;
+        s.mask = variant == 3 ? KeyMaskKind::kRandom : (variant == 1 ? KeyMaskKind::kLeading : KeyMaskKind::kNone);
+        s.last_batch_masked = variant == 2;
+        s.logit_std = variant == 3 ? 20.0 : 2.0;  // 20: logits reach about +-80
+        add(s);
+      }
+    }
+  }
+  // Longer sequences: many key tiles per row block, many row tiles per key tile.
+  for (int64_t n : {1000LL, 1537LL}) {
+    RelationKLProblemSpec s;
+    s.dtype = DType::kBF16, s.seq_len = n, s.causal = true, s.dim_student = s.dim_teacher = 128;
+    s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2, s.student_noise = 0.3, s.logit_std = 4.0;
+    add(s);
+    s.self_relation = false, s.heads_y_student = 1, s.causal = false, s.mask = KeyMaskKind::kRandom;
+    add(s);
+  }
+  return cases;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  int failures = 0;
+  double worst[5] = {0, 0, 0, 0, 0};
+  for (const Case& c : make_cases(quick)) {
+    RelationKLProblem prob(c.spec);
+    const RelationKLReference ref = relation_kl_reference(prob.params(), true);
+    const bool fp32 = c.spec.dtype == DType::kF32;
+    const double floor_rms = grad_floor(prob, ref);
+    for (const char* path : {"tc", "simt"}) {
+      if (fp32 && std::strcmp(path, "tc") == 0) continue;  // fp32 always takes the SIMT path
+      if (std::strcmp(path, "simt") == 0 && c.spec.seq_len > 400) continue;  // slow and covered
+      setenv("LINEAR_ARD_CUDA_PATH", path, 1);
+      DeviceProblem dev(prob);
+      dev.run();
+      const double e_kl = kl_err(dev.kl->to_host(), ref);
+      const double e_lse = std::max(rel_l2(dev.lse_s->to_host(), ref.lse_student),
+                                    rel_l2(dev.lse_t->to_host(), ref.lse_teacher));
+      const double e_dx = rel_l2(dev.dx->to_host(), ref.dx, floor_rms);
+      const double e_dy = dev.dy ? rel_l2(dev.dy->to_host(), ref.dy, floor_rms) : 0.0;
+      // Inputs are already rounded to their dtype, so the reference sees the same values: what is
+      // left is fp32 accumulation and, for 16-bit inputs, dZ rounded to 16 bits in the gradient
+      // GEMMs (relative 2^-9 per element, far less in the norm).
+      const double tol_grad = fp32 ? 1e-3 : 1e-2, tol_kl = fp32 ? 1e-2 : 5e-2, tol_lse = 1e-5;
+      const bool ok = e_kl <= tol_kl && e_lse <= tol_lse && e_dx <= tol_grad && e_dy <= tol_grad;
+      failures += !ok;
+      worst[0] = std::max(worst[0], e_kl), worst[1] = std::max(worst[1], e_lse);
+      worst[2] = std::max(worst[2], e_dx), worst[3] = std::max(worst[3], e_dy);
+      std::printf("%-4s %-5s %-70s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL", path, c.name.c_str(),
+                  e_kl, e_lse, e_dx, e_dy);
+    }
+  }
+  unsetenv("LINEAR_ARD_CUDA_PATH");
+
+  // Determinism: dX arrives through fp32 atomics, so its summation order varies between runs.
+  if (!quick) {
+    RelationKLProblemSpec s;
+    s.dtype = DType::kBF16, s.seq_len = 4096, s.heads = 8, s.heads_y_student = s.heads_y_teacher = 8;
+    s.causal = true, s.dim_student = s.dim_teacher = 128, s.student_noise = 0.3;
+    RelationKLProblem prob(s);
+    DeviceProblem dev(prob);
+    dev.run();
+    const auto kl0 = dev.kl->to_host(), dx0 = dev.dx->to_host();
+    double max_rel = 0, kl_diff = 0, max_abs = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      dev.run();
+      const auto kl1 = dev.kl->to_host(), dx1 = dev.dx->to_host();
+      for (size_t i = 0; i < kl0.size(); ++i) kl_diff = std::max(kl_diff, double(std::fabs(kl1[i] - kl0[i])));
+      double num = 0, den = 0;
+      for (size_t i = 0; i < dx0.size(); ++i) {
+        num += double(dx1[i] - dx0[i]) * (dx1[i] - dx0[i]);
+        den += double(dx0[i]) * dx0[i];
+        max_abs = std::max(max_abs, double(std::fabs(dx1[i] - dx0[i])) / (1e-30 + std::fabs(dx0[i])));
+      }
+      max_rel = std::max(max_rel, std::sqrt(num / std::max(den, 1e-300)));
+    }
+    std::printf("determinism (%s, 6 runs): kl max |diff| %.3e (forward is deterministic); dx run-to-run "
+                "rel L2 %.3e, max elementwise rel %.3e\n",
+                describe(s).c_str(), kl_diff, max_rel, max_abs);
+    if (kl_diff != 0.0) ++failures;
+  }
+  std::printf("worst: kl %.2e lse %.2e dx %.2e dy %.2e; %d failure(s)\n", worst[0], worst[1], worst[2], worst[3],
+              failures);
+  return failures == 0 ? 0 : 1;
+}
