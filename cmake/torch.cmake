@@ -11,8 +11,17 @@ if(NOT _linear_ard_torch_rc EQUAL 0)
                       "(scripts/test.sh does) or pass -DPython3_EXECUTABLE=<python with torch>")
 endif()
 list(APPEND CMAKE_PREFIX_PATH "${_linear_ard_torch_prefix}")
+# With libtorch, its CMake replaces CMAKE_CUDA_ARCHITECTURES by gencode flags from
+# TORCH_CUDA_ARCH_LIST for every CUDA target: that list decides which GPUs the kernels run on.
 if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
 endif()
 find_package(Torch REQUIRED)
 message(STATUS "linear-ard: libtorch from ${_linear_ard_torch_prefix}")
+
+# PyPI's libtorch exports its own copies of libstdc++ symbols (std::filesystem, iostreams) built
+# against a newer libstdc++ whose layouts differ from the system one our inline code uses. Whichever
+# library comes first in a binary's NEEDED list wins those symbols, so every libtorch user links
+# this target, which puts libstdc++ first (else e.g. std::filesystem::remove_all crashes).
+add_library(linear_ard_torch INTERFACE)
+target_link_libraries(linear_ard_torch INTERFACE stdc++ ${TORCH_LIBRARIES})

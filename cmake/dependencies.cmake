@@ -1,0 +1,42 @@
+# Third-party libraries beyond libtorch. A layer that needs a missing one is left out of the build
+# with a warning (the GPU machine's image has no Debian -dev packages), unless
+# LINEAR_ARD_REQUIRE_ALL is on (scripts/test.sh, hence CI), which makes a missing one an error.
+option(LINEAR_ARD_REQUIRE_ALL "Fail when a library some layer needs is missing" OFF)
+
+find_package(PkgConfig QUIET)
+find_package(nlohmann_json 3.10 QUIET)
+find_package(CLI11 QUIET)
+find_package(yaml-cpp QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(PCRE2 QUIET IMPORTED_TARGET libpcre2-8)
+  pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
+endif()
+
+# linear_ard_require(<var> <what needs it> <dependency found?>...): sets <var> to whether all found.
+function(linear_ard_require var what)
+  set(ok ON)
+  foreach(found IN LISTS ARGN)
+    if(NOT ${found})
+      set(ok OFF)
+      if(LINEAR_ARD_REQUIRE_ALL)
+        message(FATAL_ERROR "linear-ard: ${what} needs ${found}, which was not found (scripts/setup.sh installs it)")
+      endif()
+      message(WARNING "linear-ard: ${what} left out: ${found} not found")
+    endif()
+  endforeach()
+  set(${var} ${ok} PARENT_SCOPE)
+endfunction()
+
+linear_ard_require(LINEAR_ARD_BUILD_TOKENIZER "the tokenizers" nlohmann_json_FOUND PCRE2_FOUND SENTENCEPIECE_FOUND)
+if(LINEAR_ARD_WITH_TORCH)
+  linear_ard_require(LINEAR_ARD_BUILD_IO "the io layer" nlohmann_json_FOUND)
+  # The trainer reads YAML configs and tokenizes its text data.
+  linear_ard_require(LINEAR_ARD_BUILD_TRAIN "the trainer" nlohmann_json_FOUND yaml-cpp_FOUND
+                     LINEAR_ARD_BUILD_TOKENIZER)
+  linear_ard_require(LINEAR_ARD_BUILD_CLI "the linear-ard binary" nlohmann_json_FOUND CLI11_FOUND
+                     LINEAR_ARD_BUILD_TRAIN)
+else()
+  set(LINEAR_ARD_BUILD_IO OFF)
+  set(LINEAR_ARD_BUILD_TRAIN OFF)
+  set(LINEAR_ARD_BUILD_CLI OFF)
+endif()

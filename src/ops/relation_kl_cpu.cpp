@@ -1,0 +1,39 @@
+// CPU kernels of relation_kl and relation_kl_backward: validate, allocate, run the core's CPU pass.
+#include <torch/library.h>
+
+#include "relation_kl_inputs.h"  // defines: relation_kl_inputs_make, relation_kl_*_prepare
+
+namespace linear_ard::ops {
+namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> relation_kl_cpu_kernel(
+    const at::Tensor& x_s, const std::optional<at::Tensor>& y_s, const at::Tensor& x_t,
+    const std::optional<at::Tensor>& y_t, const std::optional<at::Tensor>& key_mask, bool causal,
+    std::optional<double> scale_s, std::optional<double> scale_t) {
+  const RelationKLInputs in =
+      relation_kl_inputs_make(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
+  const RelationKLForward fwd = relation_kl_forward_prepare(in);
+  relation_kl_core_run(&relation_kl_forward_cpu, fwd.params);
+  return {fwd.kl, fwd.lse_s, fwd.lse_t};
+}
+
+std::vector<at::Tensor> relation_kl_backward_cpu_kernel(
+    const at::Tensor& grad_kl, const at::Tensor& x_s, const std::optional<at::Tensor>& y_s,
+    const at::Tensor& x_t, const std::optional<at::Tensor>& y_t, const at::Tensor& lse_s,
+    const at::Tensor& lse_t, const std::optional<at::Tensor>& key_mask, bool causal,
+    std::optional<double> scale_s, std::optional<double> scale_t) {
+  const RelationKLInputs in =
+      relation_kl_inputs_make(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
+  const RelationKLBackward bwd = relation_kl_backward_prepare(in, grad_kl, lse_s, lse_t);
+  relation_kl_core_run(&relation_kl_backward_cpu, bwd.params);
+  return relation_kl_backward_results(in, bwd);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(linear_ard, CPU, m) {
+  m.impl("relation_kl", &relation_kl_cpu_kernel);
+  m.impl("relation_kl_backward", &relation_kl_backward_cpu_kernel);
+}
+
+}  // namespace linear_ard::ops
