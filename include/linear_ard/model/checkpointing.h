@@ -1,0 +1,19 @@
+// Activation checkpointing for C++ autograd: run a function without keeping its activations and
+// rerun it in backward (libtorch has no torch.utils.checkpoint).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace linear_ard::model {
+
+using CheckpointedFn = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// fn(input) whose backward recomputes fn. `params` are every tensor fn reads that needs a gradient
+// (trainable overrides): autograd only sees them through this list. fn must be deterministic.
+torch::Tensor checkpoint_apply(const CheckpointedFn& fn, const torch::Tensor& input,
+                               const std::vector<torch::Tensor>& params);
+
+}  // namespace linear_ard::model

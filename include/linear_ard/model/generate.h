@@ -1,0 +1,26 @@
+// Greedy decoding with a KV cache (prefill, then one token per step), as HF generate(do_sample=False).
+#pragma once
+
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "linear_ard/model/llama_weights.h"
+#include "linear_ard/model/rope.h"
+
+namespace linear_ard::model {
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 32;
+  // A row stops at any of these; afterwards it is filled with pad_token_id, as HF does.
+  std::vector<int64_t> eos_token_ids;
+  int64_t pad_token_id = 0;
+};
+
+// prompt [B, n] int64 (unpadded, equal lengths) -> [B, n + generated]; stops early when every row
+// has produced an EOS.
+torch::Tensor model_generate_greedy(const LlamaWeights& weights, const RopeTables& rope,
+                                    const Overrides& overrides, const torch::Tensor& prompt,
+                                    const GenerateOptions& options);
+
+}  // namespace linear_ard::model

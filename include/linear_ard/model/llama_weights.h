@@ -1,0 +1,60 @@
+// Frozen checkpoint tensors shared by every model built on them (LlamaWeights), per-model
+// trainable Overrides, and the lookup/linear helpers the layers use to read through both.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "linear_ard/model/model_config.h"
+
+namespace linear_ard::model {
+
+// One copy of a checkpoint, by HF names ("model.layers.3.self_attn.q_proj.weight"). The tensors
+// never require grad; teacher and student both read them, so a 7B model exists once in memory.
+struct LlamaWeights {
+  ModelConfig config;
+  std::map<std::string, torch::Tensor> tensors;
+};
+
+// Checks that every tensor the config implies is present with its shape, detaches and freezes them,
+// and drops an lm_head.weight that tie_word_embeddings makes redundant. Throws naming the tensor.
+LlamaWeights llama_weights_from_map(const ModelConfig& config,
+                                    std::map<std::string, torch::Tensor> tensors);
+
+// Random weights for a config (normal(0, std), norms at 1): tests and benchmarks.
+LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType dtype,
+                                  torch::Device device, uint64_t seed, double std = 0.02);
+
+// Low-rank update of a linear weight W [out, in]: y += scale * (x A^T) B^T, A [r, in], B [out, r].
+struct LoraAdapter {
+  torch::Tensor a, b;
+  double scale = 1.0;
+};
+
+// What one model changes on top of the shared weights, by the same HF names: `replace` swaps a
+// tensor for a (typically trainable) one of the same shape; `lora`, keyed by module name
+// ("model.layers.0.self_attn.q_proj"), adds a low-rank term without materialising W + BA.
+struct Overrides {
+  std::map<std::string, torch::Tensor> replace;
+  std::map<std::string, LoraAdapter> lora;
+};
+
+// The tensor a model sees under `name`: the override if any, else the shared one; nullopt if
+// neither exists (optional biases).
+std::optional<torch::Tensor> weights_find(const LlamaWeights& weights, const Overrides& overrides,
+                                          const std::string& name);
+// As weights_find, but throws naming the tensor when it is missing.
+torch::Tensor weights_get(const LlamaWeights& weights, const Overrides& overrides,
+                          const std::string& name);
+// The trainable tensors of `overrides` whose names start with `prefix` (replacements and LoRA
+// factors that require grad), in a stable order: the inputs activation checkpointing must track.
+std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides, const std::string& prefix);
+
+// x W^T (+ bias) (+ LoRA) for the linear module `module` ("model.layers.0.self_attn.q_proj").
+torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overrides,
+                             const std::string& module, const torch::Tensor& x);
+
+}  // namespace linear_ard::model

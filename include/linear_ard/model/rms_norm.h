@@ -1,0 +1,11 @@
+// RMSNorm as LLaMA uses it: variance in fp32, normalised value cast back before the weight.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace linear_ard::model {
+
+// weight * (x / sqrt(mean(x^2) + eps)), the statistic in fp32 whatever x's dtype (HF LlamaRMSNorm).
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+}  // namespace linear_ard::model

@@ -1,0 +1,132 @@
+// checkpoint: sharded safetensors folders with transformers' naming, split rule and index format.
+#include "linear_ard/io/checkpoint.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "linear_ard/io/json_file.h"
+
+namespace linear_ard::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void checkpoint_fail(const std::string& where, const std::string& what) {
+  throw std::runtime_error("checkpoint " + where + ": " + what);
+}
+
+std::string shard_name(size_t index, size_t count) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", index + 1, count);
+  return name;
+}
+
+}  // namespace
+
+TensorMap checkpoint_load_weights(const std::string& folder) {
+  const fs::path dir(folder);
+  const fs::path index_path = dir / checkpoint_index_name;
+  if (!fs::exists(index_path)) {
+    if (!fs::exists(dir / checkpoint_single_name)) {
+      checkpoint_fail(folder, std::string("holds neither ") + checkpoint_single_name + " nor " + checkpoint_index_name);
+    }
+    return safetensors_load((dir / checkpoint_single_name).string());
+  }
+
+  const nlohmann::json index = json_file_read(index_path.string());
+  const auto weight_map = index.find("weight_map");
+  if (!index.is_object() || weight_map == index.end() || !weight_map->is_object()) {
+    checkpoint_fail(index_path.string(), "has no 'weight_map' object");
+  }
+  std::map<std::string, std::vector<std::string>> names_by_shard;
+  for (const auto& [name, shard] : weight_map->items()) {
+    if (!shard.is_string()) checkpoint_fail(index_path.string(), "weight_map entry '" + name + "' is not a file name");
+    const std::string file = shard.get<std::string>();
+    // The index is data from the internet: it may only name files inside the folder.
+    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..") {
+      checkpoint_fail(index_path.string(), "weight_map entry '" + name + "' names '" + file + "', not a file of the folder");
+    }
+    names_by_shard[file].push_back(name);
+  }
+
+  // The index decides which tensor comes from which file (as in transformers); a shard's other
+  // tensors are not part of the model.
+  TensorMap tensors;
+  for (const auto& [file, names] : names_by_shard) {
+    const fs::path shard_path = dir / file;
+    TensorMap shard = safetensors_load(shard_path.string());
+    for (const auto& name : names) {
+      auto it = shard.find(name);
+      if (it == shard.end()) {
+        checkpoint_fail(index_path.string(), "tensor '" + name + "' is listed in " + file + " but that shard lacks it");
+      }
+      tensors.emplace(name, std::move(it->second));
+    }
+  }
+  return tensors;
+}
+
+void checkpoint_save_weights(const std::string& folder, const TensorMap& tensors, int64_t max_shard_bytes) {
+  if (max_shard_bytes <= 0) checkpoint_fail(folder, "max_shard_bytes must be positive, got " + std::to_string(max_shard_bytes));
+  if (tensors.empty()) checkpoint_fail(folder, "no tensors to save");
+  const fs::path dir(folder);
+  fs::create_directories(dir);
+
+  // huggingface_hub.split_torch_state_dict_into_shards, walking the tensors in key order.
+  std::vector<TensorMap> shards;
+  TensorMap current;
+  int64_t current_bytes = 0, total_bytes = 0, total_parameters = 0;
+  for (const auto& [name, tensor] : tensors) {
+    const int64_t nbytes = static_cast<int64_t>(tensor.numel()) * static_cast<int64_t>(tensor.element_size());
+    total_bytes += nbytes;
+    total_parameters += tensor.numel();
+    if (nbytes > max_shard_bytes) {
+      shards.push_back({{name, tensor}});
+      continue;
+    }
+    if (current_bytes + nbytes > max_shard_bytes) {
+      shards.push_back(std::move(current));
+      current = {};
+      current_bytes = 0;
+    }
+    current.emplace(name, tensor);
+    current_bytes += nbytes;
+  }
+  if (!current.empty()) shards.push_back(std::move(current));
+
+  std::set<std::string> written;
+  if (shards.size() == 1) {
+    safetensors_save((dir / checkpoint_single_name).string(), shards.front());
+    written.insert(checkpoint_single_name);
+  } else {
+    nlohmann::json weight_map = nlohmann::json::object();
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const std::string name = shard_name(i, shards.size());
+      safetensors_save((dir / name).string(), shards[i]);
+      written.insert(name);
+      for (const auto& entry : shards[i]) weight_map[entry.first] = name;
+    }
+    const nlohmann::json index = {
+        {"metadata", {{"total_parameters", total_parameters}, {"total_size", total_bytes}}},
+        {"weight_map", weight_map}};
+    json_file_write((dir / checkpoint_index_name).string(), index);
+    written.insert(checkpoint_index_name);
+  }
+
+  // Leftovers of an earlier save would otherwise be picked up by a loader that globs shards.
+  static const std::regex weight_file(R"(model(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?)");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && std::regex_match(name, weight_file) && written.count(name) == 0) {
+      fs::remove(entry.path());
+    }
+  }
+}
+
+}  // namespace linear_ard::io

@@ -1,0 +1,298 @@
+// config.json parsing and writing for LLaMA-family models, RoPE scaling included.
+#include "linear_ard/io/hf_config.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace linear_ard::io {
+namespace {
+
+using nlohmann::json;
+using model::ModelConfig;
+using model::RopeConfig;
+using model::RopeType;
+
+[[noreturn]] void config_error(const std::string& key, const std::string& what, const json& got) {
+  throw std::invalid_argument("config.json: " + key + " " + what + ", got " + got.dump());
+}
+
+// A present, non-null value under `key`, or nullptr.
+const json* config_find(const json& obj, const std::string& key) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<int64_t> config_int(const json& obj, const std::string& key, const std::string& path,
+                                  int64_t min_value) {
+  const json* v = config_find(obj, key);
+  if (!v) return std::nullopt;
+  // 4096.0 is an integer in JSON's number model; transformers accepts it.
+  const bool integral = v->is_number_integer() ||
+                        (v->is_number_float() &&
+                         v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())));
+  if (!integral) config_error(path, "must be an integer", *v);
+  const auto value = static_cast<int64_t>(v->get<double>());
+  if (value < min_value) config_error(path, "must be >= " + std::to_string(min_value), *v);
+  return v->is_number_integer() ? v->get<int64_t>() : value;
+}
+
+int64_t config_int_required(const json& obj, const std::string& key, int64_t min_value) {
+  auto v = config_int(obj, key, key, min_value);
+  if (!v) throw std::invalid_argument("config.json: missing required key " + key);
+  return *v;
+}
+
+std::optional<double> config_number(const json& obj, const std::string& key,
+                                    const std::string& path, bool positive) {
+  const json* v = config_find(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) config_error(path, "must be a number", *v);
+  if (positive && v->get<double>() <= 0) config_error(path, "must be > 0", *v);
+  return v->get<double>();
+}
+
+std::optional<bool> config_bool(const json& obj, const std::string& key, const std::string& path) {
+  const json* v = config_find(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) config_error(path, "must be true or false", *v);
+  return v->get<bool>();
+}
+
+std::optional<std::string> config_string(const json& obj, const std::string& key) {
+  const json* v = config_find(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) config_error(key, "must be a string", *v);
+  return v->get<std::string>();
+}
+
+std::vector<double> config_number_list(const json& obj, const std::string& key,
+                                       const std::string& path) {
+  const json* v = config_find(obj, key);
+  if (!v) return {};
+  if (!v->is_array()) config_error(path, "must be a list of numbers", *v);
+  std::vector<double> out;
+  for (const json& x : *v) {
+    if (!x.is_number()) config_error(path, "must be a list of numbers", *v);
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+
+RopeConfig rope_from_json(const json& j, const ModelConfig& config) {
+  // transformers 5 stores everything in rope_parameters; hub checkpoints use rope_scaling.
+  const char* section = config_find(j, "rope_parameters") ? "rope_parameters" : "rope_scaling";
+  const json* dict = config_find(j, section);
+  if (dict && !dict->is_object()) config_error(section, "must be an object", *dict);
+  const json empty = json::object();
+  const json& r = dict ? *dict : empty;
+  const std::string s = std::string(section) + ".";
+
+  RopeConfig rope;
+  auto theta = config_number(r, "rope_theta", s + "rope_theta", true);
+  if (!theta) theta = config_number(j, "rope_theta", "rope_theta", true);
+  rope.theta = theta.value_or(10000.0);
+  rope.partial_rotary_factor = config_number(r, "partial_rotary_factor", s + "partial_rotary_factor", true);
+  if (!rope.partial_rotary_factor)
+    rope.partial_rotary_factor = config_number(j, "partial_rotary_factor", "partial_rotary_factor", true);
+
+  const json* type = config_find(r, "rope_type");
+  if (!type) type = config_find(r, "type");
+  if (type) {
+    if (!type->is_string()) config_error(s + "rope_type", "must be a string", *type);
+    try {
+      rope.type = model::rope_type_from_name(type->get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("config.json: " + s + "rope_type: " + e.what());
+    }
+  }
+  rope.factor = config_number(r, "factor", s + "factor", true);
+  rope.original_max_position_embeddings =
+      config_int(r, "original_max_position_embeddings", s + "original_max_position_embeddings", 1);
+  rope.attention_factor = config_number(r, "attention_factor", s + "attention_factor", true);
+  rope.beta_fast = config_number(r, "beta_fast", s + "beta_fast", false);
+  rope.beta_slow = config_number(r, "beta_slow", s + "beta_slow", false);
+  rope.mscale = config_number(r, "mscale", s + "mscale", false);
+  rope.mscale_all_dim = config_number(r, "mscale_all_dim", s + "mscale_all_dim", false);
+  rope.truncate = config_bool(r, "truncate", s + "truncate");
+  rope.low_freq_factor = config_number(r, "low_freq_factor", s + "low_freq_factor", true);
+  rope.high_freq_factor = config_number(r, "high_freq_factor", s + "high_freq_factor", true);
+  rope.short_factor = config_number_list(r, "short_factor", s + "short_factor");
+  rope.long_factor = config_number_list(r, "long_factor", s + "long_factor");
+
+  auto require = [&](bool present, const char* key) {
+    if (!present)
+      throw std::invalid_argument("config.json: " + s + key + " is required for rope type " +
+                                  model::rope_type_name(rope.type));
+  };
+  switch (rope.type) {
+    case RopeType::kDefault:
+      break;
+    case RopeType::kLinear:
+    case RopeType::kDynamic:
+    case RopeType::kYarn:
+      require(rope.factor.has_value(), "factor");
+      break;
+    case RopeType::kLlama3:
+      require(rope.factor.has_value(), "factor");
+      require(rope.low_freq_factor.has_value(), "low_freq_factor");
+      require(rope.high_freq_factor.has_value(), "high_freq_factor");
+      if (*rope.high_freq_factor <= *rope.low_freq_factor)
+        config_error(s + "high_freq_factor", "must be > low_freq_factor", r["high_freq_factor"]);
+      break;
+    case RopeType::kLongrope: {
+      require(!rope.short_factor.empty(), "short_factor");
+      require(!rope.long_factor.empty(), "long_factor");
+      const auto half = static_cast<size_t>(model::rope_rotary_dim(config, rope) / 2);
+      if (rope.short_factor.size() != half)
+        config_error(s + "short_factor", "must have " + std::to_string(half) + " entries", r["short_factor"]);
+      if (rope.long_factor.size() != half)
+        config_error(s + "long_factor", "must have " + std::to_string(half) + " entries", r["long_factor"]);
+      break;
+    }
+  }
+  return rope;
+}
+
+}  // namespace
+
+ModelConfig hf_config_from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("config.json: must be a JSON object");
+  ModelConfig c;
+  c.model_type = config_string(j, "model_type").value_or("llama");
+  if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2")
+    throw std::invalid_argument("config.json: model_type \"" + c.model_type +
+                                "\" is not supported (llama, mistral, qwen2)");
+  if (const json* a = config_find(j, "architectures")) {
+    if (!a->is_array()) config_error("architectures", "must be a list of strings", *a);
+    for (const json& x : *a) {
+      if (!x.is_string()) config_error("architectures", "must be a list of strings", *a);
+      c.architectures.push_back(x.get<std::string>());
+    }
+  }
+  c.vocab_size = config_int_required(j, "vocab_size", 1);
+  c.hidden_size = config_int_required(j, "hidden_size", 1);
+  c.intermediate_size = config_int_required(j, "intermediate_size", 1);
+  c.num_hidden_layers = config_int_required(j, "num_hidden_layers", 1);
+  c.num_attention_heads = config_int_required(j, "num_attention_heads", 1);
+  c.num_key_value_heads =
+      config_int(j, "num_key_value_heads", "num_key_value_heads", 1).value_or(c.num_attention_heads);
+  c.head_dim = config_int(j, "head_dim", "head_dim", 1);
+  c.rms_norm_eps = config_number(j, "rms_norm_eps", "rms_norm_eps", true).value_or(1e-6);
+  const int64_t default_positions = c.model_type == "mistral" ? 4096 * 32
+                                    : c.model_type == "qwen2" ? 32768
+                                                              : 2048;
+  c.max_position_embeddings =
+      config_int(j, "max_position_embeddings", "max_position_embeddings", 1).value_or(default_positions);
+  c.original_max_position_embeddings =
+      config_int(j, "original_max_position_embeddings", "original_max_position_embeddings", 1);
+  c.tie_word_embeddings = config_bool(j, "tie_word_embeddings", "tie_word_embeddings").value_or(false);
+  c.attention_bias = config_bool(j, "attention_bias", "attention_bias").value_or(false);
+  c.mlp_bias = config_bool(j, "mlp_bias", "mlp_bias").value_or(false);
+  c.hidden_act = config_string(j, "hidden_act").value_or("silu");
+  if (c.model_type != "llama") {
+    // Both dataclasses default sliding_window to 4096; an explicit null disables it.
+    c.sliding_window = j.contains("sliding_window")
+                           ? config_int(j, "sliding_window", "sliding_window", 1)
+                           : std::optional<int64_t>(4096);
+    if (const json* lt = config_find(j, "layer_types")) {
+      if (!lt->is_array()) config_error("layer_types", "must be a list of strings", *lt);
+      for (const json& x : *lt) {
+        if (!x.is_string()) config_error("layer_types", "must be a list of strings", *lt);
+        c.layer_types.push_back(x.get<std::string>());
+      }
+    }
+  }
+  if (c.model_type == "qwen2") {
+    c.use_sliding_window = config_bool(j, "use_sliding_window", "use_sliding_window");
+    c.max_window_layers = config_int(j, "max_window_layers", "max_window_layers", 0);
+  }
+  // transformers 5 writes `dtype`; earlier versions `torch_dtype`.
+  c.torch_dtype = config_string(j, "dtype").value_or(config_string(j, "torch_dtype").value_or(""));
+  c.bos_token_id = config_int(j, "bos_token_id", "bos_token_id", 0);
+  c.pad_token_id = config_int(j, "pad_token_id", "pad_token_id", 0);
+  if (const json* eos = config_find(j, "eos_token_id")) {
+    if (eos->is_array()) {
+      for (const json& x : *eos) {
+        if (!x.is_number_integer()) config_error("eos_token_id", "must be an integer or a list of integers", *eos);
+        c.eos_token_ids.push_back(x.get<int64_t>());
+      }
+    } else {
+      c.eos_token_ids.push_back(*config_int(j, "eos_token_id", "eos_token_id", 0));
+    }
+  }
+  c.rope = rope_from_json(j, c);
+  try {
+    model::model_config_validate(c);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("config.json: ") + e.what());
+  }
+  return c;
+}
+
+json hf_config_to_json(const ModelConfig& c, const json& original) {
+  json j = original.is_object() ? original : json::object();
+  j.erase("rope_parameters");
+  j["model_type"] = c.model_type;
+  if (!c.architectures.empty()) j["architectures"] = c.architectures;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  if (c.head_dim) j["head_dim"] = *c.head_dim;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  if (c.original_max_position_embeddings)
+    j["original_max_position_embeddings"] = *c.original_max_position_embeddings;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["hidden_act"] = c.hidden_act;
+  if (c.model_type == "llama") {
+    j["attention_bias"] = c.attention_bias;
+    j["mlp_bias"] = c.mlp_bias;
+  } else {
+    j["sliding_window"] = c.sliding_window ? json(*c.sliding_window) : json(nullptr);
+    if (!c.layer_types.empty()) j["layer_types"] = c.layer_types;
+  }
+  if (c.use_sliding_window) j["use_sliding_window"] = *c.use_sliding_window;
+  if (c.max_window_layers) j["max_window_layers"] = *c.max_window_layers;
+  if (!c.torch_dtype.empty()) {
+    j["torch_dtype"] = c.torch_dtype;
+    if (j.contains("dtype")) j["dtype"] = c.torch_dtype;
+  }
+  if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
+  if (c.pad_token_id) j["pad_token_id"] = *c.pad_token_id;
+  if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids.front();
+  if (c.eos_token_ids.size() > 1) j["eos_token_id"] = c.eos_token_ids;
+
+  const RopeConfig& r = c.rope;
+  j["rope_theta"] = r.theta;
+  if (r.partial_rotary_factor) j["partial_rotary_factor"] = *r.partial_rotary_factor;
+  if (r.type == RopeType::kDefault) {
+    j["rope_scaling"] = nullptr;
+    return j;
+  }
+  json s = json::object();
+  s["rope_type"] = model::rope_type_name(r.type);
+  s["type"] = model::rope_type_name(r.type);
+  auto put = [&](const char* key, const std::optional<double>& v) {
+    if (v) s[key] = *v;
+  };
+  put("factor", r.factor);
+  put("attention_factor", r.attention_factor);
+  put("beta_fast", r.beta_fast);
+  put("beta_slow", r.beta_slow);
+  put("mscale", r.mscale);
+  put("mscale_all_dim", r.mscale_all_dim);
+  put("low_freq_factor", r.low_freq_factor);
+  put("high_freq_factor", r.high_freq_factor);
+  if (r.original_max_position_embeddings)
+    s["original_max_position_embeddings"] = *r.original_max_position_embeddings;
+  if (r.truncate) s["truncate"] = *r.truncate;
+  if (!r.short_factor.empty()) s["short_factor"] = r.short_factor;
+  if (!r.long_factor.empty()) s["long_factor"] = r.long_factor;
+  j["rope_scaling"] = s;
+  return j;
+}
+
+}  // namespace linear_ard::io

@@ -1,0 +1,68 @@
+// GQA self-attention: QKV projection + RoPE, mask construction, SDPA and output projection.
+#include "linear_ard/model/attention.h"
+
+#include <cmath>
+
+namespace linear_ard::model {
+namespace {
+
+// [B, n, heads * d] -> [B, heads, n, d]
+torch::Tensor split_heads(const torch::Tensor& x, int64_t head_dim) {
+  return x.view({x.size(0), x.size(1), -1, head_dim}).transpose(1, 2);
+}
+
+// K/V heads repeated so every query head has its own: SDPA's fused CUDA kernels take equal head
+// counts, and O(B H n d) extra memory is nothing next to the n x n the kernels avoid.
+torch::Tensor repeat_kv(const torch::Tensor& x, int64_t groups) {
+  if (groups == 1) return x;
+  const int64_t b = x.size(0), h = x.size(1), n = x.size(2), d = x.size(3);
+  return x.unsqueeze(2).expand({b, h, groups, n, d}).reshape({b, h * groups, n, d});
+}
+
+}  // namespace
+
+AttentionMask attention_mask_build(int64_t q_len, int64_t past_len,
+                                   const std::optional<torch::Tensor>& padding,
+                                   std::optional<int64_t> window, torch::Device device) {
+  const int64_t kv_len = past_len + q_len;
+  if (!padding && !window) {
+    if (past_len == 0) return {std::nullopt, true};
+    if (q_len == 1) return {std::nullopt, false};  // one new token sees the whole cache
+  }
+  auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+  auto query_pos = torch::arange(past_len, kv_len, opts).unsqueeze(1);
+  auto key_pos = torch::arange(kv_len, opts).unsqueeze(0);
+  auto visible = key_pos <= query_pos;
+  if (window) visible = visible.logical_and(key_pos > query_pos - *window);
+  visible = visible.view({1, 1, q_len, kv_len});
+  if (padding) {
+    TORCH_CHECK(padding->dim() == 2 && padding->size(1) == kv_len,
+                "attention_mask must be [B, past + n] = [B, ", kv_len, "], got ", padding->sizes());
+    visible = visible.logical_and(padding->to(device).ne(0).view({padding->size(0), 1, 1, kv_len}));
+  }
+  return {visible, false};
+}
+
+LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides,
+                       const std::string& prefix, const torch::Tensor& x, const RopeCosSin& rope) {
+  const int64_t d = model_config_head_dim(weights.config);
+  auto q = split_heads(weights_linear(weights, overrides, prefix + ".q_proj", x), d);
+  auto k = split_heads(weights_linear(weights, overrides, prefix + ".k_proj", x), d);
+  auto v = split_heads(weights_linear(weights, overrides, prefix + ".v_proj", x), d);
+  return {rope_apply(q, rope), rope_apply(k, rope), v};
+}
+
+torch::Tensor attention_output(const LlamaWeights& weights, const Overrides& overrides,
+                               const std::string& prefix, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& v,
+                               const AttentionMask& mask) {
+  const ModelConfig& c = weights.config;
+  const int64_t groups = c.num_attention_heads / c.num_key_value_heads;
+  const double scale = std::pow(static_cast<double>(model_config_head_dim(c)), -0.5);
+  auto out = at::scaled_dot_product_attention(q, repeat_kv(k, groups), repeat_kv(v, groups),
+                                              mask.mask, 0.0, mask.is_causal && !mask.mask, scale);
+  out = out.transpose(1, 2).reshape({q.size(0), q.size(2), -1});
+  return weights_linear(weights, overrides, prefix + ".o_proj", out);
+}
+
+}  // namespace linear_ard::model

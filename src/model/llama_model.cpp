@@ -1,0 +1,120 @@
+// The decoder stack: embeddings, per-layer attention + SwiGLU with pre-RMSNorm residuals, final
+// norm and LM head, plus the hooks relation distillation needs (QKV capture, early stop).
+#include "linear_ard/model/llama_model.h"
+
+#include <stdexcept>
+#include <tuple>
+
+#include "linear_ard/model/checkpointing.h"
+#include "linear_ard/model/mlp.h"
+#include "linear_ard/model/rms_norm.h"
+
+namespace linear_ard::model {
+namespace {
+
+std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer); }
+
+int64_t layer_index(int64_t layer, int64_t num_layers) {
+  const int64_t i = layer < 0 ? layer + num_layers : layer;
+  if (i < 0 || i >= num_layers)
+    throw std::out_of_range("model: layer " + std::to_string(layer) + " out of range for " +
+                            std::to_string(num_layers) + " layers");
+  return i;
+}
+
+// Everything one decoder layer needs besides its input; copied into checkpoint closures.
+struct LayerContext {
+  const LlamaWeights* weights;
+  Overrides overrides;
+  RopeCosSin rope;
+  AttentionMask mask;
+  int64_t layer;
+};
+
+torch::Tensor decoder_layer(const LayerContext& ctx, const torch::Tensor& hidden, KvCache* cache,
+                            LayerQkv* capture) {
+  const LlamaWeights& w = *ctx.weights;
+  const std::string p = layer_prefix(ctx.layer);
+  const double eps = w.config.rms_norm_eps;
+  auto normed = rms_norm(hidden, weights_get(w, ctx.overrides, p + ".input_layernorm.weight"), eps);
+  LayerQkv qkv = attention_qkv(w, ctx.overrides, p + ".self_attn", normed, ctx.rope);
+  if (capture) *capture = qkv;
+  auto k = qkv.k, v = qkv.v;
+  if (cache) std::tie(k, v) = kv_cache_append(*cache, ctx.layer, k, v);
+  auto h = hidden + attention_output(w, ctx.overrides, p + ".self_attn", qkv.q, k, v, ctx.mask);
+  auto post = rms_norm(h, weights_get(w, ctx.overrides, p + ".post_attention_layernorm.weight"), eps);
+  return h + mlp_forward(w, ctx.overrides, p + ".mlp", post);
+}
+
+}  // namespace
+
+ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
+                           const Overrides& overrides, const torch::Tensor& ids,
+                           const ForwardOptions& options) {
+  const ModelConfig& c = weights.config;
+  const int64_t num_layers = c.num_hidden_layers;
+  TORCH_CHECK(ids.dim() == 2 && ids.scalar_type() == torch::kLong, "model: ids must be int64 [B, n]");
+  const int64_t n = ids.size(1);
+  const int64_t past = options.cache ? kv_cache_length(*options.cache) : 0;
+
+  std::vector<bool> capture(num_layers, false);
+  for (int64_t l : options.capture_qkv_layers) capture[layer_index(l, num_layers)] = true;
+  int64_t last_layer = num_layers - 1;
+  if (options.stop_after_qkv_layer) {
+    last_layer = layer_index(*options.stop_after_qkv_layer, num_layers);
+    capture[last_layer] = true;
+  }
+
+  auto embed = weights_get(weights, overrides, "model.embed_tokens.weight");
+  torch::Tensor hidden = torch::embedding(embed, ids);
+  auto positions = options.position_ids
+                       ? *options.position_ids
+                       : (torch::arange(n, ids.options()) + past).unsqueeze(0);
+  RopeCosSin cos_sin = rope_cos_sin(rope, positions, hidden.scalar_type());
+
+  // One mask per distinct window (full attention and at most one sliding size in practice).
+  std::map<int64_t, AttentionMask> masks;
+  auto mask_for = [&](int64_t layer) -> const AttentionMask& {
+    auto window = model_config_layer_window(c, layer);
+    const int64_t key = window.value_or(-1);
+    if (!masks.count(key))
+      masks.emplace(key, attention_mask_build(n, past, options.attention_mask, window, ids.device()));
+    return masks.at(key);
+  };
+
+  ModelOutputs out;
+  if (options.output_hidden_states) out.hidden_states.push_back(hidden);
+  for (int64_t layer = 0; layer <= last_layer; ++layer) {
+    LayerContext ctx{&weights, overrides, cos_sin, mask_for(layer), layer};
+    if (options.stop_after_qkv_layer && layer == last_layer) {
+      const std::string p = layer_prefix(layer);
+      auto normed = rms_norm(hidden, weights_get(weights, overrides, p + ".input_layernorm.weight"),
+                             c.rms_norm_eps);
+      out.qkv[layer] = attention_qkv(weights, overrides, p + ".self_attn", normed, cos_sin);
+      return out;
+    }
+    const bool needs_graph = torch::GradMode::is_enabled() &&
+                             (hidden.requires_grad() ||
+                              !overrides_trainable(overrides, layer_prefix(layer) + ".").empty());
+    if (options.checkpoint_layers && needs_graph && !capture[layer] && !options.cache) {
+      auto fn = [ctx](const torch::Tensor& x) { return decoder_layer(ctx, x, nullptr, nullptr); };
+      hidden = checkpoint_apply(fn, hidden, overrides_trainable(overrides, layer_prefix(layer) + "."));
+    } else {
+      LayerQkv qkv;
+      hidden = decoder_layer(ctx, hidden, options.cache, capture[layer] ? &qkv : nullptr);
+      if (capture[layer]) out.qkv[layer] = qkv;
+    }
+    if (options.output_hidden_states) out.hidden_states.push_back(hidden);
+  }
+
+  hidden = rms_norm(hidden, weights_get(weights, overrides, "model.norm.weight"), c.rms_norm_eps);
+  out.last_hidden_state = hidden;
+  if (options.output_hidden_states) out.hidden_states.back() = hidden;
+  if (options.compute_logits) {
+    auto head_in = options.logits_last_only ? hidden.narrow(1, n - 1, 1) : hidden;
+    out.logits = weights_linear(weights, overrides, "lm_head", head_in);
+  }
+  return out;
+}
+
+}  // namespace linear_ard::model

@@ -1,0 +1,135 @@
+// Shared frozen checkpoint tensors, their validation, and lookups through per-model overrides.
+#include "linear_ard/model/llama_weights.h"
+
+#include <stdexcept>
+#include <vector>
+
+namespace linear_ard::model {
+namespace {
+
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool required;
+};
+
+// Every tensor a config implies, with its shape. Optional ones (biases not announced by the
+// config) are still checked for shape when a checkpoint carries them.
+std::vector<ExpectedTensor> llama_expected_tensors(const ModelConfig& c) {
+  const int64_t d = model_config_head_dim(c), h = c.hidden_size, f = c.intermediate_size;
+  const int64_t q = c.num_attention_heads * d, kv = c.num_key_value_heads * d;
+  const bool qkv_bias = model_config_qkv_bias(c);
+  std::vector<ExpectedTensor> out{{"model.embed_tokens.weight", {c.vocab_size, h}, true},
+                                  {"model.norm.weight", {h}, true}};
+  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, h}, true});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const std::vector<ExpectedTensor> layer{
+        {p + "input_layernorm.weight", {h}, true},
+        {p + "post_attention_layernorm.weight", {h}, true},
+        {p + "self_attn.q_proj.weight", {q, h}, true},
+        {p + "self_attn.k_proj.weight", {kv, h}, true},
+        {p + "self_attn.v_proj.weight", {kv, h}, true},
+        {p + "self_attn.o_proj.weight", {h, q}, true},
+        {p + "self_attn.q_proj.bias", {q}, qkv_bias},
+        {p + "self_attn.k_proj.bias", {kv}, qkv_bias},
+        {p + "self_attn.v_proj.bias", {kv}, qkv_bias},
+        {p + "self_attn.o_proj.bias", {h}, c.attention_bias},
+        {p + "mlp.gate_proj.weight", {f, h}, true},
+        {p + "mlp.up_proj.weight", {f, h}, true},
+        {p + "mlp.down_proj.weight", {h, f}, true},
+        {p + "mlp.gate_proj.bias", {f}, c.mlp_bias},
+        {p + "mlp.up_proj.bias", {f}, c.mlp_bias},
+        {p + "mlp.down_proj.bias", {h}, c.mlp_bias},
+    };
+    out.insert(out.end(), layer.begin(), layer.end());
+  }
+  return out;
+}
+
+std::string shape_string(c10::IntArrayRef shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+LlamaWeights llama_weights_from_map(const ModelConfig& config,
+                                    std::map<std::string, torch::Tensor> tensors) {
+  model_config_validate(config);
+  // transformers ties lm_head to the embeddings and ignores a stored copy.
+  if (config.tie_word_embeddings) tensors.erase("lm_head.weight");
+  LlamaWeights weights{config, {}};
+  for (const ExpectedTensor& e : llama_expected_tensors(config)) {
+    auto it = tensors.find(e.name);
+    if (it == tensors.end()) {
+      if (e.required) throw std::invalid_argument("checkpoint: missing tensor " + e.name);
+      continue;
+    }
+    if (it->second.sizes() != c10::IntArrayRef(e.shape))
+      throw std::invalid_argument("checkpoint: " + e.name + " has shape " +
+                                  shape_string(it->second.sizes()) + ", config implies " +
+                                  shape_string(e.shape));
+    weights.tensors.emplace(e.name, it->second.detach().requires_grad_(false));
+  }
+  return weights;
+}
+
+LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType dtype,
+                                  torch::Device device, uint64_t seed, double std) {
+  torch::manual_seed(seed);
+  std::map<std::string, torch::Tensor> tensors;
+  for (const ExpectedTensor& e : llama_expected_tensors(config)) {
+    if (!e.required) continue;
+    const bool is_norm = e.name.find("norm.weight") != std::string::npos;
+    auto t = is_norm ? torch::ones(e.shape) : torch::randn(e.shape) * std;
+    tensors.emplace(e.name, t.to(device, dtype));
+  }
+  return llama_weights_from_map(config, std::move(tensors));
+}
+
+std::optional<torch::Tensor> weights_find(const LlamaWeights& weights, const Overrides& overrides,
+                                          const std::string& name) {
+  if (auto it = overrides.replace.find(name); it != overrides.replace.end()) return it->second;
+  if (auto it = weights.tensors.find(name); it != weights.tensors.end()) return it->second;
+  if (name == "lm_head.weight" && weights.config.tie_word_embeddings)
+    return weights_find(weights, overrides, "model.embed_tokens.weight");
+  return std::nullopt;
+}
+
+torch::Tensor weights_get(const LlamaWeights& weights, const Overrides& overrides,
+                          const std::string& name) {
+  auto t = weights_find(weights, overrides, name);
+  if (!t) throw std::invalid_argument("model: no tensor named " + name);
+  return *t;
+}
+
+std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides,
+                                               const std::string& prefix) {
+  std::vector<torch::Tensor> out;
+  auto matches = [&](const std::string& name) { return name.rfind(prefix, 0) == 0; };
+  for (const auto& [name, t] : overrides.replace)
+    if (matches(name) && t.requires_grad()) out.push_back(t);
+  for (const auto& [name, lora] : overrides.lora) {
+    if (!matches(name)) continue;
+    if (lora.a.requires_grad()) out.push_back(lora.a);
+    if (lora.b.requires_grad()) out.push_back(lora.b);
+  }
+  return out;
+}
+
+torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overrides,
+                             const std::string& module, const torch::Tensor& x) {
+  auto bias = weights_find(weights, overrides, module + ".bias");
+  auto y = torch::nn::functional::linear(x, weights_get(weights, overrides, module + ".weight"),
+                                         bias ? *bias : torch::Tensor());
+  if (auto it = overrides.lora.find(module); it != overrides.lora.end()) {
+    const LoraAdapter& lora = it->second;
+    y = y + torch::nn::functional::linear(torch::nn::functional::linear(x, lora.a), lora.b) *
+                lora.scale;
+  }
+  return y;
+}
+
+}  // namespace linear_ard::model

@@ -1,0 +1,151 @@
+// ModelConfig: derived facts (head_dim, windows, parameter count) and the `inspect` summary.
+#include "linear_ard/model/model_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+namespace linear_ard::model {
+
+const char* rope_type_name(RopeType type) {
+  switch (type) {
+    case RopeType::kDefault: return "default";
+    case RopeType::kLinear: return "linear";
+    case RopeType::kDynamic: return "dynamic";
+    case RopeType::kYarn: return "yarn";
+    case RopeType::kLlama3: return "llama3";
+    case RopeType::kLongrope: return "longrope";
+  }
+  return "?";
+}
+
+RopeType rope_type_from_name(const std::string& name) {
+  for (RopeType t : {RopeType::kDefault, RopeType::kLinear, RopeType::kDynamic, RopeType::kYarn,
+                     RopeType::kLlama3, RopeType::kLongrope}) {
+    if (name == rope_type_name(t)) return t;
+  }
+  throw std::invalid_argument("unknown rope type \"" + name +
+                              "\" (expected default, linear, dynamic, yarn, llama3 or longrope)");
+}
+
+int64_t model_config_head_dim(const ModelConfig& config) {
+  if (config.head_dim) return *config.head_dim;
+  return config.hidden_size / config.num_attention_heads;
+}
+
+bool model_config_qkv_bias(const ModelConfig& config) {
+  return config.attention_bias || config.model_type == "qwen2";
+}
+
+std::optional<int64_t> model_config_layer_window(const ModelConfig& config, int64_t layer) {
+  if (!config.layer_types.empty()) {
+    if (config.layer_types.at(layer) != "sliding_attention") return std::nullopt;
+    return config.sliding_window;
+  }
+  if (config.model_type == "qwen2") {
+    if (!config.use_sliding_window.value_or(false) || !config.sliding_window) return std::nullopt;
+    return layer >= config.max_window_layers.value_or(28) ? config.sliding_window : std::nullopt;
+  }
+  return config.sliding_window;
+}
+
+int64_t rope_original_max_positions(const ModelConfig& config, const RopeConfig& rope) {
+  if (config.original_max_position_embeddings) return *config.original_max_position_embeddings;
+  return rope.original_max_position_embeddings.value_or(config.max_position_embeddings);
+}
+
+int64_t rope_rotary_dim(const ModelConfig& config, const RopeConfig& rope) {
+  return static_cast<int64_t>(static_cast<double>(model_config_head_dim(config)) *
+                              rope.partial_rotary_factor.value_or(1.0));
+}
+
+int64_t model_config_param_count(const ModelConfig& c) {
+  const int64_t d = model_config_head_dim(c);
+  const int64_t q = c.num_attention_heads * d, kv = c.num_key_value_heads * d;
+  int64_t attn = c.hidden_size * (q + 2 * kv) + q * c.hidden_size;
+  if (model_config_qkv_bias(c)) attn += q + 2 * kv;
+  if (c.attention_bias) attn += c.hidden_size;
+  int64_t mlp = 3 * c.hidden_size * c.intermediate_size;
+  if (c.mlp_bias) mlp += 2 * c.intermediate_size + c.hidden_size;
+  const int64_t layer = attn + mlp + 2 * c.hidden_size;
+  const int64_t embed = c.vocab_size * c.hidden_size;
+  return embed + c.num_hidden_layers * layer + c.hidden_size + (c.tie_word_embeddings ? 0 : embed);
+}
+
+int64_t model_config_context_length(const ModelConfig& config) {
+  const RopeConfig& rope = config.rope;
+  if (rope.type == RopeType::kDefault || !rope.factor) return config.max_position_embeddings;
+  const auto scaled = static_cast<int64_t>(
+      std::llround(static_cast<double>(rope_original_max_positions(config, rope)) * *rope.factor));
+  return std::max(config.max_position_embeddings, scaled);
+}
+
+void model_config_validate(const ModelConfig& c) {
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("model config: " + what);
+  };
+  need(c.vocab_size > 0, "vocab_size must be > 0");
+  need(c.hidden_size > 0, "hidden_size must be > 0");
+  need(c.intermediate_size > 0, "intermediate_size must be > 0");
+  need(c.num_hidden_layers > 0, "num_hidden_layers must be > 0");
+  need(c.num_attention_heads > 0, "num_attention_heads must be > 0");
+  need(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0,
+       "num_key_value_heads (" + std::to_string(c.num_key_value_heads) +
+           ") must divide num_attention_heads (" + std::to_string(c.num_attention_heads) + ")");
+  need(c.head_dim || c.hidden_size % c.num_attention_heads == 0,
+       "hidden_size must be divisible by num_attention_heads when head_dim is absent");
+  need(c.layer_types.empty() || static_cast<int64_t>(c.layer_types.size()) == c.num_hidden_layers,
+       "layer_types must have num_hidden_layers entries");
+  need(c.hidden_act == "silu", "hidden_act \"" + c.hidden_act + "\" is not supported (silu only)");
+  const int64_t rot = rope_rotary_dim(c, c.rope);
+  need(rot > 0 && rot % 2 == 0 && rot <= model_config_head_dim(c),
+       "rotary dimension " + std::to_string(rot) + " must be even and within head_dim");
+  if (c.rope.type == RopeType::kLongrope) {
+    const auto half = static_cast<size_t>(rot / 2);
+    need(c.rope.short_factor.size() == half && c.rope.long_factor.size() == half,
+         "longrope short_factor/long_factor must have rotary_dim/2 = " + std::to_string(half) +
+             " entries");
+  }
+}
+
+std::string model_config_describe(const ModelConfig& c) {
+  std::ostringstream out;
+  const RopeConfig& r = c.rope;
+  out << "architecture:      "
+      << (c.architectures.empty() ? std::string("?") : c.architectures.front()) << " (model_type "
+      << c.model_type << ")\n";
+  out << "parameters:        " << model_config_param_count(c) << " ("
+      << std::fixed << std::setprecision(2) << static_cast<double>(model_config_param_count(c)) / 1e9
+      << " B)\n";
+  out << "layers:            " << c.num_hidden_layers << ", hidden " << c.hidden_size
+      << ", intermediate " << c.intermediate_size << ", vocab " << c.vocab_size << "\n";
+  out << "attention:         " << c.num_attention_heads << " heads, " << c.num_key_value_heads
+      << " kv heads, head_dim " << model_config_head_dim(c)
+      << (model_config_qkv_bias(c) ? ", qkv bias" : "");
+  if (model_config_layer_window(c, c.num_hidden_layers - 1))
+    out << ", sliding window " << *model_config_layer_window(c, c.num_hidden_layers - 1);
+  out << "\n";
+  out << std::defaultfloat << std::setprecision(10);
+  out << "rope:              " << rope_type_name(r.type) << ", theta " << r.theta;
+  if (r.factor) out << ", factor " << *r.factor;
+  if (r.type == RopeType::kYarn || r.type == RopeType::kLlama3 || r.type == RopeType::kLongrope)
+    out << ", original_max_position_embeddings " << rope_original_max_positions(c, r);
+  if (r.attention_factor) out << ", attention_factor " << *r.attention_factor;
+  if (r.beta_fast) out << ", beta_fast " << *r.beta_fast;
+  if (r.beta_slow) out << ", beta_slow " << *r.beta_slow;
+  if (r.mscale) out << ", mscale " << *r.mscale;
+  if (r.mscale_all_dim) out << ", mscale_all_dim " << *r.mscale_all_dim;
+  if (r.low_freq_factor) out << ", low_freq_factor " << *r.low_freq_factor;
+  if (r.high_freq_factor) out << ", high_freq_factor " << *r.high_freq_factor;
+  if (r.partial_rotary_factor) out << ", partial_rotary_factor " << *r.partial_rotary_factor;
+  out << "\n";
+  out << "context length:    " << model_config_context_length(c) << " (max_position_embeddings "
+      << c.max_position_embeddings << ")\n";
+  out << "dtype:             " << (c.torch_dtype.empty() ? std::string("?") : c.torch_dtype)
+      << (c.tie_word_embeddings ? ", tied embeddings" : "") << "\n";
+  return out.str();
+}
+
+}  // namespace linear_ard::model

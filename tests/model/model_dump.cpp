@@ -1,0 +1,179 @@
+// model_dump: runs the C++ model on a HuggingFace folder and writes what the parity test compares
+// (RoPE inv_freq, logits, hidden states, post-RoPE Q/K/V, greedy generation, early-stop Q/K/V, checkpointed vs
+// plain gradients) to one safetensors file.
+//
+//   model_dump MODEL_DIR OUT.safetensors --ids "1 2 3,4 5 6" [--mask "1 1 0,1 1 1"]
+//              [--qkv-layers 0,2] [--dtype float32|bfloat16|float16] [--device cpu|cuda]
+//              [--generate N] [--stop-after L] [--grad-check] [--write-config OUT_DIR]
+// --write-config writes hf_config_to_json(config.json) to OUT_DIR/config.json, for checking that
+// transformers reads our legacy form with the same RoPE.
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "linear_ard/io/checkpoint.h"     // checkpoint_load_weights
+#include "linear_ard/io/hf_config.h"      // hf_config_from_json
+#include "linear_ard/io/json_file.h"      // json_file_read
+#include "linear_ard/io/safetensors.h"    // safetensors_save
+#include "linear_ard/model/generate.h"    // model_generate_greedy
+#include "linear_ard/model/llama_model.h"  // model_forward
+
+namespace {
+
+using namespace linear_ard;
+
+// "1 2 3,4 5 6" -> [[1,2,3],[4,5,6]]
+torch::Tensor parse_rows(const std::string& text) {
+  std::vector<std::vector<int64_t>> rows;
+  std::stringstream all(text);
+  std::string row;
+  while (std::getline(all, row, ',')) {
+    std::stringstream r(row);
+    rows.emplace_back();
+    for (int64_t v; r >> v;) rows.back().push_back(v);
+  }
+  auto out = torch::empty({static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows.at(0).size())},
+                          torch::kLong);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].size() != rows[0].size()) throw std::invalid_argument("rows differ in length");
+    for (size_t j = 0; j < rows[i].size(); ++j) out[i][j] = rows[i][j];
+  }
+  return out;
+}
+
+std::vector<int64_t> parse_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+torch::ScalarType parse_dtype(const std::string& name) {
+  if (name == "float32") return torch::kFloat;
+  if (name == "bfloat16") return torch::kBFloat16;
+  if (name == "float16") return torch::kHalf;
+  throw std::invalid_argument("unknown dtype " + name);
+}
+
+// Gradients of a fixed random projection of the logits with respect to trainable copies of a few
+// weights, with and without activation checkpointing.
+void dump_gradients(const model::LlamaWeights& weights, const model::RopeTables& rope,
+                    const torch::Tensor& ids, io::TensorMap& out) {
+  const int64_t last = weights.config.num_hidden_layers - 1;
+  const std::vector<std::string> names{"model.layers.0.self_attn.q_proj.weight",
+                                       "model.layers." + std::to_string(last) + ".mlp.down_proj.weight",
+                                       "model.layers.0.input_layernorm.weight"};
+  for (bool checkpoint : {false, true}) {
+    model::Overrides overrides;
+    for (const auto& name : names)
+      overrides.replace[name] = weights.tensors.at(name).clone().requires_grad_(true);
+    model::ForwardOptions options;
+    options.checkpoint_layers = checkpoint;
+    auto logits = model::model_forward(weights, rope, overrides, ids, options).logits;
+    torch::manual_seed(7);
+    auto probe = torch::randn(logits.sizes(), logits.options());
+    (logits * probe).sum().backward();
+    for (const auto& name : names)
+      out[std::string(checkpoint ? "grad.checkpoint." : "grad.plain.") + name] =
+          overrides.replace[name].grad();
+  }
+}
+
+int run(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: model_dump MODEL_DIR OUT.safetensors --ids ROWS [options]\n";
+    return 2;
+  }
+  const std::string folder = argv[1], out_path = argv[2];
+  std::string ids_text, mask_text, layers_text, dtype_name = "float32", device_name = "cpu";
+  std::string config_out;
+  int64_t generate = 0;
+  std::optional<int64_t> stop_after;
+  bool grad_check = false;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--ids") ids_text = value();
+    else if (a == "--mask") mask_text = value();
+    else if (a == "--qkv-layers") layers_text = value();
+    else if (a == "--dtype") dtype_name = value();
+    else if (a == "--device") device_name = value();
+    else if (a == "--generate") generate = std::stoll(value());
+    else if (a == "--stop-after") stop_after = std::stoll(value());
+    else if (a == "--grad-check") grad_check = true;
+    else if (a == "--write-config") config_out = value();
+    else throw std::invalid_argument("unknown argument " + a);
+  }
+  const torch::Device device(device_name);
+  const auto dtype = parse_dtype(dtype_name);
+
+  const nlohmann::json config_json = io::json_file_read(folder + "/config.json");
+  const model::ModelConfig config = io::hf_config_from_json(config_json);
+  if (!config_out.empty())
+    io::json_file_write(config_out + "/config.json", io::hf_config_to_json(config, config_json));
+  io::TensorMap tensors = io::checkpoint_load_weights(folder);
+  for (auto& [name, t] : tensors) t = t.to(device, dtype);
+  const model::LlamaWeights weights = model::llama_weights_from_map(config, std::move(tensors));
+  const model::RopeTables rope = model::rope_tables_init(config);
+  const model::Overrides none;
+
+  auto ids = parse_rows(ids_text).to(device);
+  model::ForwardOptions options;
+  options.output_hidden_states = true;
+  if (!mask_text.empty()) options.attention_mask = parse_rows(mask_text).to(device);
+  if (!layers_text.empty()) options.capture_qkv_layers = parse_list(layers_text);
+
+  io::TensorMap out;
+  // The frequencies HF's rotary module holds after a forward over these positions.
+  const auto freqs = model::rope_frequencies(config, config.rope, ids.size(1));
+  out["rope.inv_freq"] = freqs.inv_freq;
+  out["rope.attention_scaling"] = torch::tensor({freqs.attention_scaling}, torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    auto result = model::model_forward(weights, rope, none, ids, options);
+    out["logits"] = result.logits;
+    for (size_t i = 0; i < result.hidden_states.size(); ++i)
+      out["hidden_states." + std::to_string(i)] = result.hidden_states[i];
+    for (const auto& [layer, qkv] : result.qkv) {
+      out["q." + std::to_string(layer)] = qkv.q;
+      out["k." + std::to_string(layer)] = qkv.k;
+      out["v." + std::to_string(layer)] = qkv.v;
+    }
+    if (stop_after) {
+      model::ForwardOptions stop = options;
+      stop.stop_after_qkv_layer = stop_after;
+      stop.capture_qkv_layers.clear();
+      stop.output_hidden_states = false;
+      auto early = model::model_forward(weights, rope, none, ids, stop);
+      const int64_t layer = early.qkv.begin()->first;
+      out["stop.q." + std::to_string(layer)] = early.qkv.at(layer).q;
+      out["stop.k." + std::to_string(layer)] = early.qkv.at(layer).k;
+      out["stop.v." + std::to_string(layer)] = early.qkv.at(layer).v;
+    }
+  }
+  if (generate > 0) {
+    model::GenerateOptions g;
+    g.max_new_tokens = generate;
+    out["generated"] = model::model_generate_greedy(weights, rope, none, ids, g);
+  }
+  if (grad_check) dump_gradients(weights, rope, ids, out);
+  for (auto& [name, t] : out) t = t.to(torch::kCPU).contiguous();
+  io::safetensors_save(out_path, out);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "model_dump: " << e.what() << "\n";
+    return 1;
+  }
+}

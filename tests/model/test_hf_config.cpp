@@ -1,0 +1,112 @@
+// config.json <-> ModelConfig: both RoPE spellings, defaults, error messages, round trip, summary.
+#include <gtest/gtest.h>
+
+#include "linear_ard/io/hf_config.h"
+
+namespace {
+
+using namespace linear_ard;
+using nlohmann::json;
+
+json llama_json() {
+  return json{{"model_type", "llama"},       {"architectures", {"LlamaForCausalLM"}},
+              {"vocab_size", 256},           {"hidden_size", 64},
+              {"intermediate_size", 128},    {"num_hidden_layers", 2},
+              {"num_attention_heads", 4},    {"num_key_value_heads", 2},
+              {"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5},
+              {"rope_theta", 500000.0},      {"torch_dtype", "bfloat16"},
+              {"some_unknown_key", "kept"}};
+}
+
+std::string error_of(const json& j) {
+  try {
+    io::hf_config_from_json(j);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HfConfig, LegacyRopeScalingWithOldTypeKey) {
+  json j = llama_json();
+  j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 4096}};
+  const auto c = io::hf_config_from_json(j);
+  EXPECT_EQ(c.rope.type, model::RopeType::kYarn);
+  EXPECT_DOUBLE_EQ(*c.rope.factor, 4.0);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 500000.0);
+  EXPECT_EQ(model::model_config_head_dim(c), 16);
+  EXPECT_EQ(model::model_config_context_length(c), 16384);
+}
+
+TEST(HfConfig, TransformersFiveRopeParameters) {
+  json j = llama_json();
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 1e4}, {"factor", 8.0},
+                          {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 512}};
+  const auto c = io::hf_config_from_json(j);
+  EXPECT_EQ(c.rope.type, model::RopeType::kLlama3);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1e4);
+  EXPECT_EQ(model::rope_original_max_positions(c, c.rope), 512);
+}
+
+TEST(HfConfig, ErrorsNameTheKey) {
+  json j = llama_json();
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", -2}};
+  EXPECT_EQ(error_of(j), "config.json: rope_scaling.factor must be > 0, got -2");
+  j["rope_scaling"] = {{"rope_type", "linear"}};
+  EXPECT_NE(error_of(j).find("rope_scaling.factor is required"), std::string::npos);
+  j = llama_json();
+  j.erase("hidden_size");
+  EXPECT_EQ(error_of(j), "config.json: missing required key hidden_size");
+  j = llama_json();
+  j["num_key_value_heads"] = 3;
+  EXPECT_NE(error_of(j).find("num_key_value_heads (3) must divide"), std::string::npos);
+  j = llama_json();
+  j["rope_scaling"] = {{"rope_type", "ntk-magic"}, {"factor", 2}};
+  EXPECT_NE(error_of(j).find("unknown rope type \"ntk-magic\""), std::string::npos);
+}
+
+TEST(HfConfig, MistralSlidingWindowDefaults) {
+  json j = llama_json();
+  j["model_type"] = "mistral";
+  EXPECT_EQ(*model::model_config_layer_window(io::hf_config_from_json(j), 0), 4096);
+  j["sliding_window"] = nullptr;
+  EXPECT_FALSE(model::model_config_layer_window(io::hf_config_from_json(j), 0));
+  j["model_type"] = "qwen2";
+  j["sliding_window"] = 32;
+  EXPECT_FALSE(model::model_config_layer_window(io::hf_config_from_json(j), 1));
+  EXPECT_TRUE(model::model_config_qkv_bias(io::hf_config_from_json(j)));
+}
+
+TEST(HfConfig, RoundTripWritesLegacyFormAndKeepsUnknownKeys) {
+  json j = llama_json();
+  j["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 1e4},
+                          {"short_factor", std::vector<double>(8, 1.0)},
+                          {"long_factor", std::vector<double>(8, 2.0)},
+                          {"original_max_position_embeddings", 1024}};
+  const auto c = io::hf_config_from_json(j);
+  const json out = io::hf_config_to_json(c, j);
+  EXPECT_FALSE(out.contains("rope_parameters"));
+  EXPECT_EQ(out["rope_scaling"]["rope_type"], "longrope");
+  EXPECT_EQ(out["rope_scaling"]["type"], "longrope");
+  EXPECT_EQ(out["rope_theta"], 1e4);
+  EXPECT_EQ(out["some_unknown_key"], "kept");
+  const auto again = io::hf_config_from_json(out);
+  EXPECT_EQ(again.rope.long_factor, c.rope.long_factor);
+  EXPECT_EQ(again.rope.original_max_position_embeddings, 1024);
+
+  const json plain = io::hf_config_to_json(io::hf_config_from_json(llama_json()));
+  EXPECT_TRUE(plain["rope_scaling"].is_null());
+}
+
+TEST(HfConfig, DescribeMentionsRopeAndContext) {
+  json j = llama_json();
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+  const std::string text = model::model_config_describe(io::hf_config_from_json(j));
+  EXPECT_NE(text.find("LlamaForCausalLM"), std::string::npos);
+  EXPECT_NE(text.find("linear"), std::string::npos);
+  EXPECT_NE(text.find("context length:    16384"), std::string::npos);
+}
+
+}  // namespace
