@@ -7,7 +7,7 @@ forward, backward and forward+backward time (CUDA events, median after warm-up),
 to n = 256K and the three relations of a LLaMA-3-8B final layer (Q: 32 heads, K/V: 8, d = 128).
 
     LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 benchmarks/bench_relation_kl_gpu.py \
-        [--out DIR] [--quick]
+        [--out DIR] [--quick | --sizes 4096,8192,16384]
 """
 
 import argparse
@@ -143,6 +143,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
     ap.add_argument("--quick", action="store_true", help="n = 1K..8K only, no long-context curve")
+    ap.add_argument("--sizes", help="comma-separated n: only these, no memory curve or LLaMA case (iterating)")
     ap.add_argument("--plot-from", help="only redraw the plot from a saved JSON into --out")
     args = ap.parse_args()
     if args.plot_from:
@@ -155,6 +156,8 @@ def main():
     results = {"device": dev, "rows": [], "memory_curve": [], "llama3_8b": []}
 
     sizes = [1024, 2048, 4096, 8192] + ([] if args.quick else [16384, 32768])
+    if args.sizes:
+        sizes = [int(v) for v in args.sizes.split(",")]
     print("| n | ours fwd ms (share) | ours bwd ms (share) | ours fwd+bwd ms | useful TFLOP/s | ours peak GiB "
           "| naive ms (peak GiB) | SDPA fwd+bwd ms | ours/SDPA | naive/ours |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -184,6 +187,8 @@ def main():
               flush=True)
         del xs, xt
 
+    if args.sizes:
+        return
     if not args.quick:
         print("\nmemory vs n (ours, fwd+bwd, one run each; time is that one run):")
         print("| n | peak extra GiB | fwd+bwd ms | useful TFLOP/s |")

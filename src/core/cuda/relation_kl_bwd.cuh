@@ -15,13 +15,12 @@ struct BwdTile {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kPitch = D + 8;
   static constexpr int kZPitch = kRows + 8;
-  static constexpr bool kYInRegs = D <= 128;
   // dX = dZ Y_s of a row tile is split over the warps as kDxWarpsM row groups x kDxWarpsD columns.
   static constexpr int kDxWarpsM = kRows / 16;
   static constexpr int kDxWarpsD = kWarps / kDxWarpsM;
   static constexpr int kDxCols = D / kDxWarpsD;
   static constexpr size_t kSmemBytes = (2 * kKeys + 2 * 2 * kRows) * kPitch * 2  // Y_s, Y_t, X stages
-                                       + kKeys * kZPitch * 2                     // dZ^T
+                                       + 2 * kKeys * kZPitch * 2                 // dZ^T, 2 buffers
                                        + 2 * 3 * kRows * 4;                      // row stats stages
 };
 
@@ -31,12 +30,17 @@ struct BwdTile {
 // Grid (ceil(n / kKeys), heads_y_s, B); CTA = kKeys keys of one student Y head; warp w owns keys
 // 16w..16w+15. The CTA walks the X heads of its GQA group and, for each, the row tiles that see
 // its keys (i >= j0 when causal), kRows rows at a time with X_s, X_t, LSEs and g double-buffered.
-// Per row tile, warp w computes S^T = Y[its keys] X[rows]^T for both models (Y fragments stay in
-// registers for D <= 128), dZ^T = g * scale_s * (P_s - P_t) with P = exp2(z - lse2) from the
-// forward's LSEs, then
+// Per row tile, warp w computes S^T = Y[its keys] X[rows]^T for both models (Y fragments read from
+// shared memory at every k-step: in registers they would push the kernel past 255 registers into
+// spills, next to the 16 x D dY accumulator and both 16 x kRows S accumulators),
+// dZ^T = g * scale_s * (P_s - P_t) with P = exp2(z - lse2) from the forward's LSEs, then
 //   dY[its keys] += dZ^T X_s            (16 x D fp32 accumulator in registers for the whole CTA)
 //   dX[rows]     += dZ Y_s              (dZ^T staged in shared memory as 16-bit; each warp owns a
-//                                        16-row x kDxCols block and adds it to dx with atomics)
+//                                        16-row x kDxCols block and adds it to dx with atomics,
+//                                        16-byte vector atomics on sm_90)
+// One barrier per row tile: dZ^T is double-buffered and the dX of row tile it - 1 is computed in
+// iteration it, after that iteration's barrier has made every warp's dZ^T visible. Between two
+// barriers the warps drift apart, so one warp's exponentials and atomics overlap another's mma.
 // dx must be zero on entry; dy (or, for the self-relation, dx again) receives dY at the end.
 template <typename T, int D>
 __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kernel(const RelationKLParams p,
@@ -48,8 +52,8 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
   T* sYs = reinterpret_cast<T*>(smem_raw);
   T* sYt = sYs + BN * P;
   T* sX = sYt + BN * P;              // [stage][model][BM][P]
-  T* sZ = sX + 2 * 2 * BM * P;       // dZ^T [BN][ZP]
-  float* sStat = reinterpret_cast<float*>(sZ + BN * ZP);  // [stage][lse2_s, lse2_t, g*scale_s][BM]
+  T* sZ = sX + 2 * 2 * BM * P;       // dZ^T [buffer][BN][ZP]
+  float* sStat = reinterpret_cast<float*>(sZ + 2 * BN * ZP);  // [stage][lse2_s, lse2_t, g*scale_s][BM]
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
   const int hy = blockIdx.y;
@@ -118,16 +122,8 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
   // row-chunk (l/8)%2.
   const int zt_off = (lane % 8 + (lane / 16) * 8) * ZP + ((lane / 8) % 2) * 8;
 
-  uint32_t ys_frag[Tile::kYInRegs ? KS : 1][4], yt_frag[Tile::kYInRegs ? KS : 1][4];
-  auto load_y_frags = [&](bool student) {
-    if constexpr (Tile::kYInRegs) {
-#pragma unroll
-      for (int kk = 0; kk < KS; ++kk) {
-        if (student) ldmatrix_x4(ys_frag[kk], sYs + a_off + kk * 16);
-        ldmatrix_x4(yt_frag[kk], sYt + a_off + kk * 16);
-      }
-    }
-  };
+  // dx rows (and, for the self-relation, dY) go out as float4 atomics when rows are 16-byte aligned.
+  const bool dx_vec4 = ds % 4 == 0 && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0;
 
   float dy[DT][4];
 #pragma unroll
@@ -135,34 +131,59 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
 #pragma unroll
     for (int e = 0; e < 4; ++e) dy[i][e] = 0.f;
 
+  // dX[rows wm*16.., cols wd*XC..] of iteration it = dZ Y_s over this CTA's BN keys (dZ^T from
+  // buffer it % 2), added to dx.
   const int wm = warp % Tile::kDxWarpsM, wd = warp / Tile::kDxWarpsM;
-  int cur_h = -1;
+  auto dx_pass = [&](int64_t it) {
+    const int h = hy * group + static_cast<int>(it / per_head);
+    const int64_t i0 = (rt_begin + it % per_head) * BM;
+    const T* z = sZ + (it & 1) * BN * ZP;
+    float dx[XC / 8][4];
+#pragma unroll
+    for (int i = 0; i < XC / 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t a[4];
+      ldmatrix_x4_trans(a, z + zt_off + kk * 16 * ZP + wm * 16);
+#pragma unroll
+      for (int np = 0; np < XC / 16; ++np) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, sYs + bt_off + kk * 16 * P + wd * XC + np * 16);
+        mma16816<T>(dx[2 * np], a, bf[0], bf[1]);
+        mma16816<T>(dx[2 * np + 1], a, bf[2], bf[3]);
+      }
+    }
+    float* dx_head = p.dx + (b * p.heads + h) * n * ds;
+#pragma unroll
+    for (int i = 0; i < XC / 8; ++i) {
+      atomic_add_frag(dx_head, ds, i0 + wm * 16 + g, n, wd * XC + i * 8, ds, dx[i], dx_vec4);
+    }
+  };
+
   for (int64_t it = 0; it < iters; ++it) {
     const int stage = static_cast<int>(it & 1);
     const int h = hy * group + static_cast<int>(it / per_head);
     const int64_t i0 = (rt_begin + it % per_head) * BM;
+    // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
+    // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
+    // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    cp_async_wait<0>();
+    __syncthreads();
+    // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
+    if (const int want = h / (p.heads / p.teacher.heads_y); want != hy_t) {
+      load_teacher_keys(h);
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
+      hy_t = want;
+    }
     if (it + 1 < iters) {
       load_rows(it + 1, stage ^ 1);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    __syncthreads();
-    if (h != cur_h) {
-      // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
-      const int want = h / (p.heads / p.teacher.heads_y);
-      if (want != hy_t) {
-        load_teacher_keys(h);
-        cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();
-        hy_t = want;
-        cur_h = -1;  // reload both fragment sets below
-      }
-      load_y_frags(cur_h < 0);
-      cur_h = h;
-    }
+    if (it > 0) dx_pass(it - 1);
     const T* sXs = sX + stage * 2 * BM * P;
     const T* sXt = sXs + BM * P;
     const float* st = sStat + stage * 3 * BM;
@@ -176,13 +197,8 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
       uint32_t as[4], at[4];
-      if constexpr (Tile::kYInRegs) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) as[e] = ys_frag[kk][e], at[e] = yt_frag[kk][e];
-      } else {
-        ldmatrix_x4(as, sYs + a_off + kk * 16);
-        ldmatrix_x4(at, sYt + a_off + kk * 16);
-      }
+      ldmatrix_x4(as, sYs + a_off + kk * 16);
+      ldmatrix_x4(at, sYt + a_off + kk * 16);
 #pragma unroll
       for (int np = 0; np < RT / 2; ++np) {
         uint32_t bs[4], bt[4];
@@ -228,50 +244,27 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
         mma16816<T>(dy[2 * np + 1], a, bf[2], bf[3]);
       }
       // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
-      T* zrow = sZ + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
+      T* zrow = sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
       *reinterpret_cast<uint32_t*>(zrow) = a[0];
       *reinterpret_cast<uint32_t*>(zrow + 8 * ZP) = a[1];
       *reinterpret_cast<uint32_t*>(zrow + 8) = a[2];
       *reinterpret_cast<uint32_t*>(zrow + 8 * ZP + 8) = a[3];
     }
-    __syncthreads();
 
-    // dX[rows wm*16.., cols wd*XC..] = dZ Y_s over this CTA's BN keys, added to dx.
-    float dx[XC / 8][4];
-#pragma unroll
-    for (int i = 0; i < XC / 8; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[4];
-      ldmatrix_x4_trans(a, sZ + zt_off + kk * 16 * ZP + wm * 16);
-#pragma unroll
-      for (int np = 0; np < XC / 16; ++np) {
-        uint32_t bf[4];
-        ldmatrix_x4_trans(bf, sYs + bt_off + kk * 16 * P + wd * XC + np * 16);
-        mma16816<T>(dx[2 * np], a, bf[0], bf[1]);
-        mma16816<T>(dx[2 * np + 1], a, bf[2], bf[3]);
-      }
-    }
-    float* dx_head = p.dx + (b * p.heads + h) * n * ds;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int64_t row = i0 + wm * 16 + g + 8 * r;
-      if (row >= n) continue;
-      float* dst = dx_head + row * ds;
-#pragma unroll
-      for (int i = 0; i < XC / 8; ++i) {
-        const int col = wd * XC + i * 8 + 2 * tq;
-        if (col < ds) atomicAdd(dst + col, dx[i][2 * r]);
-        if (col + 1 < ds) atomicAdd(dst + col + 1, dx[i][2 * r + 1]);
-      }
-    }
-    __syncthreads();  // sZ and this X stage are rewritten next iteration
+  }
+  if (iters > 0) {
+    __syncthreads();
+    dx_pass(iters - 1);
   }
 
   // dY of this CTA's keys is complete: it owns them, so plain stores (or, for the self-relation,
   // atomics into dx, where other CTAs add dX rows).
+  if (!p.dy) {
+    float* dx_head = p.dx + (b * p.heads + hy) * n * ds;
+#pragma unroll
+    for (int i = 0; i < DT; ++i) atomic_add_frag(dx_head, ds, key_lo, n, i * 8, ds, dy[i], dx_vec4);
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t key = key_lo + 8 * r;
@@ -282,12 +275,7 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         if (col + e >= ds) continue;
-        const float v = dy[i][2 * r + e];
-        if (p.dy) {
-          p.dy[((b * p.student.heads_y + hy) * n + key) * ds + col + e] = v;
-        } else {
-          atomicAdd(p.dx + ((b * p.heads + hy) * n + key) * ds + col + e, v);
-        }
+        p.dy[((b * p.student.heads_y + hy) * n + key) * ds + col + e] = dy[i][2 * r + e];
       }
     }
   }

@@ -92,6 +92,39 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
                : "r"(smem_u32(p)));
 }
 
+// Adds one 16x8 fp32 mma C fragment (c0,c1: row r, columns 2tq, 2tq+1 of the tile; c2,c3: row
+// r + 8) to rows [row, row + 8] x columns [col0, col0 + 8) of a row-major fp32 matrix with atomics;
+// rows >= nrows and columns >= ncols are skipped. `vec4`: 16-byte aligned rows and ncols % 4 == 0.
+// On sm_90 the lanes tq, tq^1 swap half their values so each holds 4 consecutive columns of one
+// row, and one 16-byte red.global.add.v4.f32 replaces four scalar atomics (a quarter of the L2
+// atomic operations). Every lane of the warp must call it (the swap is a shuffle).
+__device__ __forceinline__ void atomic_add_frag(float* m, int64_t ld, int64_t row, int64_t nrows, int col0,
+                                                int ncols, const float (&c)[4], bool vec4) {
+  const int tq = threadIdx.x % 4;
+#if __CUDA_ARCH__ >= 900
+  if (vec4) {
+    const bool odd = tq & 1;
+    const float s0 = __shfl_xor_sync(0xffffffffu, odd ? c[0] : c[2], 1);
+    const float s1 = __shfl_xor_sync(0xffffffffu, odd ? c[1] : c[3], 1);
+    const int64_t r = row + (odd ? 8 : 0);
+    const int col = col0 + 2 * (tq & ~1);
+    if (r < nrows && col < ncols) {
+      atomicAdd(reinterpret_cast<float4*>(m + r * ld + col),
+                odd ? make_float4(s0, s1, c[2], c[3]) : make_float4(c[0], c[1], s0, s1));
+    }
+    return;
+  }
+#endif
+  const int col = col0 + 2 * tq;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (row + 8 * h >= nrows) continue;
+    float* dst = m + (row + 8 * h) * ld + col;
+    if (col < ncols) atomicAdd(dst, c[2 * h]);
+    if (col + 1 < ncols) atomicAdd(dst + 1, c[2 * h + 1]);
+  }
+}
+
 // 16-byte global->shared copy that bypasses registers; src_bytes = 0 writes zeros (padding).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));

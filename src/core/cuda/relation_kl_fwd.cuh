@@ -10,11 +10,15 @@ namespace cuda {
 template <int D>
 struct FwdTile {
   static constexpr int kRows = 64;                  // rows (queries) per CTA: 4 warps x 16
-  static constexpr int kKeys = D <= 128 ? 64 : 32;  // keys per pipeline stage
+  // Keys per pipeline stage. 32 keeps both S accumulators at 32 registers, so with both X fragment
+  // sets in registers a thread fits in 168 registers and 3 CTAs (12 warps) share an SM: the
+  // softmax of one warp then hides behind the mma chains of others.
+  static constexpr int kKeys = 32;
   static constexpr int kWarps = 4;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kPitch = D + 8;
   static constexpr bool kXInRegs = D <= 128;  // d = 256 would need 128 registers for X alone
+  static constexpr int kMinBlocks = D <= 128 ? 3 : 1;
   static constexpr size_t kSmemBytes = (2 * kRows + 2 * 2 * kKeys) * kPitch * 2;
 };
 
@@ -23,15 +27,15 @@ struct FwdTile {
 
 // Grid (ceil(n / 64), H, B); CTA = 64 rows of one (batch, head), 4 warps x 16 rows.
 // Shared memory: X_s, X_t [64 x D] (loaded once), Y_s, Y_t [kKeys x D] x 2 stages (cp.async
-// double buffering: tile t+1 is in flight while tile t is multiplied).
+// double buffering: tile t+1 is in flight while tile t is multiplied, one barrier per tile).
 // Each thread holds, for its two rows (g, g+8 of its warp's 16): the log2-domain running maxima
 // m_t, m_s, its partial sums l_t, l_s and A = sum exp2(z_t - m_t)(z_t - z_s) over its columns
 // (quad-reduced at the end), both S accumulators of the current key tile (16 x kKeys per warp),
 // and, for D <= 128, both models' X fragments for the whole loop.
 // Logits are kept in log2 units: z = acc * scale * log2(e), so every exponential is one ex2.
 template <typename T, int D>
-__global__ void __launch_bounds__(FwdTile<D>::kThreads, 2) relation_kl_fwd_kernel(const RelationKLParams p,
-                                                                                   bool vec_s, bool vec_t) {
+__global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
+    relation_kl_fwd_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
   using Tile = FwdTile<D>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, P = Tile::kPitch, NT = BN / 8, KS = D / 16;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -85,14 +89,14 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, 2) relation_kl_fwd_kerne
   const int64_t row_lo = r0 + warp * 16 + g;  // this thread's rows: row_lo, row_lo + 8
 
   for (int t = 0; t < ntiles; ++t) {
+    // Tile t (issued one iteration ago) becomes visible; past the barrier every warp is done with
+    // tile t - 1, so its stage can take tile t + 1 (one barrier per tile).
+    cp_async_wait<0>();
+    __syncthreads();
     if (t + 1 < ntiles) {
       load_keys(t + 1, (t + 1) & 1);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    __syncthreads();
     const T* sYs = sY + (t & 1) * 2 * BN * P;
     const T* sYt = sYs + BN * P;
 
@@ -177,7 +181,6 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, 2) relation_kl_fwd_kerne
       l_s[r] = fmaf(l_s[r], alpha_s, sum_s);
       acc_a[r] = fmaf(acc_a[r], alpha_t, sum_a);
     }
-    __syncthreads();  // the stage just read is the one the next iteration's prefetch overwrites
   }
 
 #pragma unroll

@@ -37,9 +37,25 @@ __device__ __forceinline__ bool simt_visible(const RelationKLParams& p, const ui
   return !(p.causal && key > row) && (kmask == nullptr || kmask[key]);
 }
 
+// Kahan-compensated running sum: (s, c) with s + c the sum so far. The SIMT forward adds up to n
+// terms per row one by one; a plain fp32 sum would lose ~sqrt(n) ulps of l and A, which the small
+// KL (a difference of quantities of the size of the LSE) turns into a large relative error.
+struct KahanSum {
+  float s = 0.f, c = 0.f;
+  __device__ __forceinline__ void add(float v) {
+    const float y = v - c, t = s + y;
+    c = (t - s) - y;
+    s = t;
+  }
+  __device__ __forceinline__ void scale(float a) { s *= a, c *= a; }
+  __device__ __forceinline__ float value() const { return s - c; }
+};
+
 // Grid (ceil(n / 4), H, B); one warp per row, which walks every visible key with online
 // (max, sum) statistics for both models and A = sum exp(z_t - m_t)(z_t - z_s) (natural log).
-// Each lane holds d/32 elements of the row's X_s and X_t.
+// Each lane holds d/32 elements of the row's X_s and X_t. This is the fp32 path, so accurate
+// expf/logf and compensated sums; KL = A/l_t - (m_t - m_s) - log(l_t/l_s) avoids subtracting the
+// two LSEs (each rounded at their own, much larger, size).
 template <typename T>
 __global__ void relation_kl_simt_fwd_kernel(const RelationKLParams p) {
   const int lane = threadIdx.x % 32, h = blockIdx.y;
@@ -51,7 +67,8 @@ __global__ void relation_kl_simt_fwd_kernel(const RelationKLParams p) {
   float xs[kSimtPerLane], xt[kSimtPerLane], ys[kSimtPerLane], yt[kSimtPerLane];
   simt_load_row(xs, S.x + row * p.student.x_row_stride, ds, lane);
   simt_load_row(xt, Tt.x + row * p.teacher.x_row_stride, dt, lane);
-  float m_t = -INFINITY, m_s = -INFINITY, l_t = 0.f, l_s = 0.f, a = 0.f;
+  float m_t = -INFINITY, m_s = -INFINITY;
+  KahanSum l_t, l_s, a;
   const int64_t kv_end = p.causal ? row + 1 : n;
   for (int64_t key = 0; key < kv_end; ++key) {
     if (!simt_visible(p, kmask, row, key)) continue;
@@ -59,27 +76,27 @@ __global__ void relation_kl_simt_fwd_kernel(const RelationKLParams p) {
     simt_load_row(yt, Tt.y + key * p.teacher.y_row_stride, dt, lane);
     const float zs = simt_dot(xs, ys) * p.student.scale, zt = simt_dot(xt, yt) * p.teacher.scale;
     if (zt > m_t) {
-      const float alpha = __expf(m_t - zt);
-      l_t *= alpha;
-      a *= alpha;
+      const float alpha = expf(m_t - zt);
+      l_t.scale(alpha);
+      a.scale(alpha);
       m_t = zt;
     }
     if (zs > m_s) {
-      l_s *= __expf(m_s - zs);
+      l_s.scale(expf(m_s - zs));
       m_s = zs;
     }
-    const float pt = __expf(zt - m_t);
-    l_t += pt;
-    a = fmaf(pt, zt - zs, a);
-    l_s += __expf(zs - m_s);
+    const float pt = expf(zt - m_t);
+    l_t.add(pt);
+    a.add(pt * (zt - zs));
+    l_s.add(expf(zs - m_s));
   }
   if (lane == 0) {
     const int64_t o = (b * p.heads + h) * n + row;
-    if (l_t > 0.f) {
-      const float lse_t = m_t + __logf(l_t), lse_s = m_s + __logf(l_s);
-      p.kl[o] = a / l_t - (lse_t - lse_s);
-      p.lse_teacher[o] = lse_t;
-      p.lse_student[o] = lse_s;
+    const float lt = l_t.value(), ls = l_s.value();
+    if (lt > 0.f) {
+      p.kl[o] = a.value() / lt - (m_t - m_s) - logf(lt / ls);
+      p.lse_teacher[o] = m_t + logf(lt);
+      p.lse_student[o] = m_s + logf(ls);
     } else {
       p.kl[o] = 0.f;
       p.lse_teacher[o] = p.lse_student[o] = -INFINITY;
@@ -95,7 +112,7 @@ __device__ __forceinline__ float simt_dz(const RelationKLParams& p, int64_t o, c
   const float lse_s = p.lse_student[o];
   if (lse_s == -INFINITY) return 0.f;
   const float zs = simt_dot(xs, ys) * p.student.scale, zt = simt_dot(xt, yt) * p.teacher.scale;
-  return p.grad_kl[o] * p.student.scale * (__expf(zs - lse_s) - __expf(zt - p.lse_teacher[o]));
+  return p.grad_kl[o] * p.student.scale * (expf(zs - lse_s) - expf(zt - p.lse_teacher[o]));
 }
 
 // Grid (ceil(n / 4), H, B); one warp per row: dX[row] = sum over visible keys of dZ Y_s (plain
