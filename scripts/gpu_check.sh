@@ -6,6 +6,7 @@
 #   scripts/gpu_check.sh            everything
 #   scripts/gpu_check.sh --quick    checks plus the short benchmark (n <= 8K)
 #   SKIP_BENCH=1 scripts/gpu_check.sh   checks only
+#   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -15,37 +16,55 @@ build="${BUILD_DIR:-$root/build-gpu}"
 export PYTHONUNBUFFERED=1
 quick=""
 [[ "${1:-}" == "--quick" ]] && quick="--quick"
+[[ "${1:-}" == "--iterate" ]] && quick="--sizes 4096,8192,16384"
 status=0
+summary=()
+# step NAME RC: remembers a step's outcome for the table printed last.
+step() { summary+=("$(printf '%-34s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || echo FAILED)")"); [[ $2 -eq 0 ]] || status=1; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
-# src/io/tokenizer asks pkg-config for libpcre2-8, which the GPU image lacks; nothing built here
-# needs it, so let configure pass with a stub .pc file.
-if ! pkg-config --exists libpcre2-8 2>/dev/null; then
-  mkdir -p "$build/pkgconfig-stub"
-  printf 'Name: libpcre2-8\nDescription: stub\nVersion: 10.42\nLibs: -lpcre2-8\nCflags:\n' \
-    >"$build/pkgconfig-stub/libpcre2-8.pc"
-  export PKG_CONFIG_PATH="$build/pkgconfig-stub${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-fi
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLINEAR_ARD_BUILD_TESTS=OFF \
-  -DPython3_EXECUTABLE="$(which python3)" -DCMAKE_CUDA_ARCHITECTURES=90-real >"$out/configure.log" 2>&1 \
+# Header-only libraries carried from the CI-like machine (scripts/device_deps.sh), where missing.
+[[ -d "$root/.devdeps" ]] && export CMAKE_PREFIX_PATH="$root/.devdeps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+# No GoogleTest there: LINEAR_ARD_BUILD_TESTS stays on for the tools the Python checks drive.
+export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPython3_EXECUTABLE="$(which python3)" >"$out/configure.log" 2>&1 \
   || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build" --target linear_ard_ops linear_ard_core_reference >"$out/build.log" 2>&1 \
+targets="linear_ard_ops relation_kl_gpu_check"
+cmake --build "$build" --target help | grep -q model_dump && targets="$targets model_dump"
+cmake --build "$build" --target $targets >"$out/build.log" 2>&1 \
   || { grep -B2 -A10 -m3 error "$out/build.log"; exit 1; }
-# tests/gpu is a stand-alone program (no GoogleTest): link it against the built core libraries.
-c++ -O2 -std=c++17 -fopenmp -Iinclude -I"${CUDA_HOME:-/usr/local/cuda}/include" tests/gpu/relation_kl_gpu_check.cpp \
-  "$build/src/core/liblinear_ard_core_reference.a" "$build/src/core/liblinear_ard_core.a" \
-  -L"${CUDA_HOME:-/usr/local/cuda}/lib64" -lcudart -o "$build/relation_kl_gpu_check" || exit 1
 echo "build done"
 
-"$build/relation_kl_gpu_check" 2>&1 | tee "$out/check_reference.log" | grep -v "^ok" || status=1
+"$build/tests/gpu/relation_kl_gpu_check" 2>&1 | tee "$out/check_reference.log" | grep -v "^ok"
+step "CUDA vs fp64 reference" "${PIPESTATUS[0]}"
+export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
+if [[ "${1:-}" == "--iterate" ]]; then
+  python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log" || status=1
+  exit $status
+fi
 if command -v compute-sanitizer >/dev/null; then
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$build/relation_kl_gpu_check" --quick \
-    >"$out/memcheck.log" 2>&1 || status=1
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/relation_kl_gpu_check" --quick \
+    >"$out/memcheck.log" 2>&1
+  step "compute-sanitizer memcheck" $?
   tail -3 "$out/memcheck.log"
 fi
-export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
-python3 tests/gpu/check_relation_kl_torch.py 2>&1 | tee "$out/check_torch.log" | grep -v "^ok" || status=1
-if [[ -z "${SKIP_BENCH:-}" ]]; then
-  python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log" || status=1
+python3 tests/gpu/check_relation_kl_torch.py 2>&1 | tee "$out/check_torch.log" | grep -v "^ok"
+step "torch op vs autograd (2x rule)" "${PIPESTATUS[0]}"
+# The model against transformers in bf16 on CUDA (FlashAttention's rule; docs/parity.md).
+if [[ -x "$build/tests/model/model_dump" ]]; then
+  LINEAR_ARD_BUILD_DIR="$build" python3 tests/python/test_model_parity.py --device cuda --dtype bfloat16 \
+    --table "$out/parity_cuda_bf16.md" >"$out/parity.log" 2>&1
+  step "model vs transformers (bf16, CUDA)" $?
+  tail -6 "$out/parity.log"
+else
+  echo "model parity skipped: model_dump not built (run scripts/device_deps.sh and carry .devdeps)"
+  step "model vs transformers (bf16, CUDA)" 1
 fi
+if [[ -z "${SKIP_BENCH:-}" ]]; then
+  python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log"
+  step "benchmark" "${PIPESTATUS[0]}"
+fi
+printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
+printf '%s\n' "${summary[@]}"
 exit $status

@@ -12,7 +12,8 @@ build_dir="${BUILD_DIR:-build}"
 "$root/scripts/setup.sh"
 source "$root/scripts/env.sh"
 
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$LINEAR_ARD_PYTHON"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLINEAR_ARD_REQUIRE_ALL=ON \
+  -DPython3_EXECUTABLE="$LINEAR_ARD_PYTHON"
 cmake --build "$build_dir" -j "$(nproc)"
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
 LINEAR_ARD_BUILD_DIR="$root/$build_dir" "$LINEAR_ARD_PYTHON" -m pytest -q tests/python

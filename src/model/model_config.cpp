@@ -77,6 +77,12 @@ int64_t model_config_param_count(const ModelConfig& c) {
 int64_t model_config_context_length(const ModelConfig& config) {
   const RopeConfig& rope = config.rope;
   if (rope.type == RopeType::kDefault || !rope.factor) return config.max_position_embeddings;
+  // Without an explicit original length, max_position_embeddings is the native length for dynamic
+  // NTK (transformers scales from it) but usually already the extended one for the other types
+  // (PI checkpoints write 32768 with factor 8), so only dynamic multiplies it.
+  const bool explicit_original =
+      config.original_max_position_embeddings || rope.original_max_position_embeddings;
+  if (!explicit_original && rope.type != RopeType::kDynamic) return config.max_position_embeddings;
   const auto scaled = static_cast<int64_t>(
       std::llround(static_cast<double>(rope_original_max_positions(config, rope)) * *rope.factor));
   return std::max(config.max_position_embeddings, scaled);

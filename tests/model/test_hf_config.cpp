@@ -38,6 +38,18 @@ TEST(HfConfig, LegacyRopeScalingWithOldTypeKey) {
   EXPECT_EQ(model::model_config_context_length(c), 16384);
 }
 
+TEST(HfConfig, ContextLengthWithoutOriginalLength) {
+  json j = llama_json();
+  // A PI checkpoint as usually published: the extended length is max_position_embeddings already.
+  j["max_position_embeddings"] = 32768;
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  EXPECT_EQ(model::model_config_context_length(io::hf_config_from_json(j)), 32768);
+  // Dynamic NTK scales from max_position_embeddings, the native length.
+  j["max_position_embeddings"] = 4096;
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  EXPECT_EQ(model::model_config_context_length(io::hf_config_from_json(j)), 8192);
+}
+
 TEST(HfConfig, TransformersFiveRopeParameters) {
   json j = llama_json();
   j.erase("rope_theta");
@@ -102,7 +114,8 @@ TEST(HfConfig, RoundTripWritesLegacyFormAndKeepsUnknownKeys) {
 
 TEST(HfConfig, DescribeMentionsRopeAndContext) {
   json j = llama_json();
-  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+  j["rope_scaling"] = {
+      {"rope_type", "linear"}, {"factor", 4.0}, {"original_max_position_embeddings", 4096}};
   const std::string text = model::model_config_describe(io::hf_config_from_json(j));
   EXPECT_NE(text.find("LlamaForCausalLM"), std::string::npos);
   EXPECT_NE(text.find("linear"), std::string::npos);

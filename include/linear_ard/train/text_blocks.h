@@ -1,0 +1,55 @@
+// TextBlocks: text files streamed through a tokenizer and sliced into fixed blocks of ctx_len
+// tokens (paper Appendix B: every block holds exactly ctx_len real tokens, no padding).
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "linear_ard/io/tokenizer.h"
+
+namespace linear_ard::train {
+
+// Files ending in .jsonl/.json are read line by line, one document per line from its "text" field;
+// other files are plain text, read in paragraph-aligned chunks. Each document is encoded with the
+// tokenizer's special tokens (BOS) and ends with EOS when the tokenizer has one; documents are
+// concatenated and cut into blocks, the tail of a pass shorter than a block is dropped.
+// The first `held_out` blocks of each pass are kept apart for evaluation and never trained on.
+class TextBlocks {
+ public:
+  // Reads up to the held-out blocks and the first training block; throws std::invalid_argument
+  // naming the file when one cannot be read or a JSONL line has no string "text", and when one pass
+  // over the data gives fewer than held_out + 1 blocks.
+  TextBlocks(std::vector<std::string> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
+             int64_t held_out);
+
+  const std::vector<std::vector<int32_t>>& held_out() const { return held_out_; }
+  // The next training block; after the last one, starts a new pass over the files.
+  std::vector<int32_t> next();
+  // Completed passes over the data (epochs) so far.
+  int64_t passes() const { return passes_; }
+
+ private:
+  // Appends the next document (or plain-text chunk) of the pass to buffer_; false at its end.
+  bool read_document();
+  // Starts a pass: first file, empty buffer, held-out blocks skipped.
+  void pass_begin();
+  // A block from buffer_ if it holds one, else reads on; false at the end of the pass.
+  bool block_take(std::vector<int32_t>& block);
+
+  std::vector<std::string> files_;
+  const io::Tokenizer& tokenizer_;
+  int64_t ctx_len_;
+  int64_t held_out_count_;
+  std::vector<std::vector<int32_t>> held_out_;
+  std::vector<int32_t> buffer_;
+  size_t file_index_ = 0;
+  std::ifstream in_;
+  bool in_jsonl_ = false;
+  bool file_started_ = false;  // a plain-text file's first chunk gets the special tokens
+  int64_t line_ = 0;
+  int64_t passes_ = 0;
+};
+
+}  // namespace linear_ard::train

@@ -1,0 +1,28 @@
+// `linear-ard restore CONFIG.yaml [key=value ...]`: stage-1 LinearARD restoration of a RoPE-scaled
+// student from its native-RoPE teacher (docs/restore.md).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "linear_ard/train/restore_config.h"   // defines: restore_config_load
+#include "linear_ard/train/restore_trainer.h"  // defines: restore_run
+
+namespace linear_ard::cli {
+
+void command_restore_register(CLI::App& app) {
+  auto config_path = std::make_shared<std::string>();
+  auto overrides = std::make_shared<std::vector<std::string>>();
+  CLI::App* sub = app.add_subcommand(
+      "restore", "Distil the final layer's Q/Q, K/K, V/V relations of a native-RoPE teacher into its "
+                 "RoPE-scaled copy; writes an HF folder, metrics and the resolved config");
+  sub->add_option("CONFIG", *config_path, "YAML config (configs/demo_cpu.yaml shows every key)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("overrides", *overrides, "key=value overrides, e.g. steps=50 student_rope.factor=4");
+  sub->callback([config_path, overrides] {
+    train::restore_run(train::restore_config_load(*config_path, *overrides));
+  });
+}
+
+}  // namespace linear_ard::cli

@@ -1,0 +1,234 @@
+// restore_config: YAML + overrides -> RestoreConfig, with every error naming the key at fault.
+#include "linear_ard/train/restore_config.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
+namespace linear_ard::train {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string>& config_keys() {
+  static const std::vector<std::string> keys = {
+      "teacher", "student_rope", "data", "ctx_len", "batch_size", "grad_accum", "steps", "lr",
+      "warmup_steps", "min_lr_ratio", "weight_decay", "clip_grad_norm", "lambda_q", "lambda_k",
+      "lambda_v", "distill_layer", "seed", "device", "dtype", "checkpoint_layers", "output",
+      "overwrite", "eval_every", "log_every"};
+  return keys;
+}
+
+[[noreturn]] void key_error(const std::string& key, const std::string& what) {
+  throw std::invalid_argument("config key '" + key + "' " + what);
+}
+
+void key_check_known(const std::string& key, const std::string& where) {
+  const auto& keys = config_keys();
+  if (std::find(keys.begin(), keys.end(), key) != keys.end()) return;
+  std::string known;
+  for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
+  throw std::invalid_argument("unknown config key '" + key + "' in " + where + " (known keys: " + known + ")");
+}
+
+std::vector<std::string> split_dots(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t dot; (dot = s.find('.', start)) != std::string::npos; start = dot + 1)
+    parts.push_back(s.substr(start, dot - start));
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+// yaml-cpp nodes are handles: assignment copies values, reset() rebinds, hence the explicit walk.
+void override_apply(YAML::Node& root, const std::string& override_text) {
+  const size_t eq = override_text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument("override '" + override_text + "' must be key=value");
+  const std::string key = override_text.substr(0, eq);
+  const std::vector<std::string> parts = split_dots(key);
+  key_check_known(parts[0], "override '" + override_text + "'");
+  if (parts.size() > 1 && parts[0] != "student_rope") key_error(parts[0], "has no sub-keys (override '" + override_text + "')");
+  YAML::Node value;
+  try {
+    value = YAML::Load(override_text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument("override '" + override_text + "': value is not valid YAML: " + e.what());
+  }
+  YAML::Node cur;
+  cur.reset(root);
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (parts[i].empty()) key_error(key, "has an empty component");
+    if (!cur[parts[i]] || cur[parts[i]].IsNull()) cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    if (!cur[parts[i]].IsMap()) key_error(key, "cannot be set: '" + parts[i] + "' is not a map");
+    YAML::Node next = cur[parts[i]];
+    cur.reset(next);
+  }
+  cur[parts.back()] = value;
+}
+
+template <class T>
+T scalar_as(const YAML::Node& node, const std::string& key, const char* type_name) {
+  if (!node.IsScalar()) key_error(key, std::string("must be ") + type_name);
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    key_error(key, std::string("must be ") + type_name + ", got '" + node.Scalar() + "'");
+  }
+}
+
+// YAML scalars carry no type: integers, then numbers, then booleans, else strings.
+json yaml_to_json(const YAML::Node& node) {
+  if (node.IsMap()) {
+    json j = json::object();
+    for (const auto& kv : node) j[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    return j;
+  }
+  if (node.IsSequence()) {
+    json j = json::array();
+    for (const auto& x : node) j.push_back(yaml_to_json(x));
+    return j;
+  }
+  if (!node.IsScalar()) return nullptr;
+  int64_t i;
+  double d;
+  bool b;
+  if (YAML::convert<int64_t>::decode(node, i)) return i;
+  if (YAML::convert<double>::decode(node, d)) return d;
+  if (YAML::convert<bool>::decode(node, b)) return b;
+  return node.Scalar();
+}
+
+std::string number_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", x);
+  return buf;
+}
+
+void check(bool ok, const std::string& key, const std::string& what) {
+  if (!ok) key_error(key, what);
+}
+
+void config_validate(const RestoreConfig& c) {
+  check(!c.teacher.empty(), "teacher", "is required (HF model folder of the native-RoPE model)");
+  check(!c.output.empty(), "output", "is required (folder the run writes)");
+  check(!c.data.empty(), "data", "is required (list of text or JSONL files)");
+  check(c.student_rope.is_object() && (c.student_rope.contains("rope_type") || c.student_rope.contains("type")),
+        "student_rope", "must be a map with rope_type, e.g. {rope_type: linear, factor: 8}");
+  check(c.ctx_len >= 0, "ctx_len", "must be >= 0 (0: the teacher's max_position_embeddings)");
+  check(c.batch_size >= 1, "batch_size", "must be >= 1");
+  check(c.grad_accum >= 1, "grad_accum", "must be >= 1");
+  check(c.steps >= 1, "steps", "must be >= 1");
+  check(c.lr > 0, "lr", "must be > 0");
+  check(c.warmup_steps >= 0 && c.warmup_steps <= c.steps, "warmup_steps", "must be in [0, steps]");
+  check(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "min_lr_ratio", "must be in [0, 1]");
+  check(c.weight_decay >= 0, "weight_decay", "must be >= 0");
+  check(c.clip_grad_norm >= 0, "clip_grad_norm", "must be >= 0 (0: no clipping)");
+  check(c.lambda_q >= 0, "lambda_q", "must be >= 0");
+  check(c.lambda_k >= 0, "lambda_k", "must be >= 0");
+  check(c.lambda_v >= 0, "lambda_v", "must be >= 0");
+  check(c.lambda_q + c.lambda_k + c.lambda_v > 0, "lambda_q", "lambda_q, lambda_k, lambda_v cannot all be 0");
+  check(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "device",
+        "must be cpu, cuda or auto, got '" + c.device + "'");
+  check(c.dtype == "auto" || c.dtype == "fp32" || c.dtype == "bf16", "dtype",
+        "must be fp32, bf16 or auto, got '" + c.dtype + "'");
+  check(c.eval_every >= 0, "eval_every", "must be >= 0 (0: before and after training only)");
+  check(c.log_every >= 1, "log_every", "must be >= 1");
+}
+
+}  // namespace
+
+RestoreConfig restore_config_load(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw std::invalid_argument("cannot read config file " + path);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument("config file " + path + " is not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw std::invalid_argument("config file " + path + " must hold a map of key: value");
+  for (const auto& kv : root) key_check_known(kv.first.as<std::string>(), path);
+  for (const auto& o : overrides) override_apply(root, o);
+
+  RestoreConfig c;
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (v.IsNull()) continue;  // "key:" with no value keeps the default
+    if (key == "teacher") c.teacher = scalar_as<std::string>(v, key, "a folder path");
+    else if (key == "output") c.output = scalar_as<std::string>(v, key, "a folder path");
+    else if (key == "device") c.device = scalar_as<std::string>(v, key, "a string");
+    else if (key == "dtype") c.dtype = scalar_as<std::string>(v, key, "a string");
+    else if (key == "student_rope") {
+      check(v.IsMap(), key, "must be a map, e.g. {rope_type: linear, factor: 8}");
+      c.student_rope = yaml_to_json(v);
+    } else if (key == "data") {
+      if (v.IsScalar()) {
+        c.data = {v.Scalar()};
+      } else {
+        check(v.IsSequence(), key, "must be a file path or a list of file paths");
+        for (const auto& x : v) c.data.push_back(scalar_as<std::string>(x, key, "a list of file paths"));
+      }
+    }
+    else if (key == "ctx_len") c.ctx_len = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "batch_size") c.batch_size = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "grad_accum") c.grad_accum = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "steps") c.steps = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "warmup_steps") c.warmup_steps = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "distill_layer") c.distill_layer = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "eval_every") c.eval_every = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "log_every") c.log_every = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "seed") c.seed = scalar_as<uint64_t>(v, key, "a non-negative integer");
+    else if (key == "lr") c.lr = scalar_as<double>(v, key, "a number");
+    else if (key == "min_lr_ratio") c.min_lr_ratio = scalar_as<double>(v, key, "a number");
+    else if (key == "weight_decay") c.weight_decay = scalar_as<double>(v, key, "a number");
+    else if (key == "clip_grad_norm") c.clip_grad_norm = scalar_as<double>(v, key, "a number");
+    else if (key == "lambda_q") c.lambda_q = scalar_as<double>(v, key, "a number");
+    else if (key == "lambda_k") c.lambda_k = scalar_as<double>(v, key, "a number");
+    else if (key == "lambda_v") c.lambda_v = scalar_as<double>(v, key, "a number");
+    else if (key == "checkpoint_layers") c.checkpoint_layers = scalar_as<bool>(v, key, "true or false");
+    else if (key == "overwrite") c.overwrite = scalar_as<bool>(v, key, "true or false");
+  }
+  config_validate(c);
+  return c;
+}
+
+std::string restore_config_to_yaml(const RestoreConfig& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "teacher" << YAML::Value << c.teacher;
+  // JSON is YAML flow syntax, so the rope dict round-trips without a second converter.
+  out << YAML::Key << "student_rope" << YAML::Value << YAML::Flow << YAML::Load(c.student_rope.dump());
+  out << YAML::Key << "data" << YAML::Value << YAML::BeginSeq;
+  for (const auto& f : c.data) out << f;
+  out << YAML::EndSeq;
+  out << YAML::Key << "ctx_len" << YAML::Value << c.ctx_len;
+  out << YAML::Key << "batch_size" << YAML::Value << c.batch_size;
+  out << YAML::Key << "grad_accum" << YAML::Value << c.grad_accum;
+  out << YAML::Key << "steps" << YAML::Value << c.steps;
+  out << YAML::Key << "lr" << YAML::Value << number_text(c.lr);
+  out << YAML::Key << "warmup_steps" << YAML::Value << c.warmup_steps;
+  out << YAML::Key << "min_lr_ratio" << YAML::Value << number_text(c.min_lr_ratio);
+  out << YAML::Key << "weight_decay" << YAML::Value << number_text(c.weight_decay);
+  out << YAML::Key << "clip_grad_norm" << YAML::Value << number_text(c.clip_grad_norm);
+  out << YAML::Key << "lambda_q" << YAML::Value << number_text(c.lambda_q);
+  out << YAML::Key << "lambda_k" << YAML::Value << number_text(c.lambda_k);
+  out << YAML::Key << "lambda_v" << YAML::Value << number_text(c.lambda_v);
+  out << YAML::Key << "distill_layer" << YAML::Value << c.distill_layer;
+  out << YAML::Key << "seed" << YAML::Value << c.seed;
+  out << YAML::Key << "device" << YAML::Value << c.device;
+  out << YAML::Key << "dtype" << YAML::Value << c.dtype;
+  out << YAML::Key << "checkpoint_layers" << YAML::Value << c.checkpoint_layers;
+  out << YAML::Key << "output" << YAML::Value << c.output;
+  out << YAML::Key << "overwrite" << YAML::Value << c.overwrite;
+  out << YAML::Key << "eval_every" << YAML::Value << c.eval_every;
+  out << YAML::Key << "log_every" << YAML::Value << c.log_every;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace linear_ard::train

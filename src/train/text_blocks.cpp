@@ -1,0 +1,130 @@
+// text_blocks: streaming tokenisation of text/JSONL files into fixed ctx_len blocks.
+#include "linear_ard/train/text_blocks.h"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace linear_ard::train {
+namespace {
+
+// Plain text is encoded in pieces of about this many bytes, cut at blank lines, so a large file
+// is never held (or its ids) in memory at once.
+constexpr size_t kChunkBytes = 1 << 16;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+TextBlocks::TextBlocks(std::vector<std::string> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
+                       int64_t held_out)
+    : files_(std::move(files)), tokenizer_(tokenizer), ctx_len_(ctx_len), held_out_count_(held_out) {
+  if (files_.empty()) throw std::invalid_argument("data: no files given");
+  if (ctx_len_ < 1) throw std::invalid_argument("data: ctx_len must be >= 1");
+  for (const auto& f : files_) {
+    std::ifstream probe(f);
+    if (!probe) throw std::invalid_argument("data: cannot read file " + f);
+  }
+  pass_begin();
+  std::vector<int32_t> block;
+  while (static_cast<int64_t>(held_out_.size()) < held_out_count_ && block_take(block)) held_out_.push_back(block);
+  // One training block must exist too; it is read now so that a too-small corpus fails up front.
+  if (static_cast<int64_t>(held_out_.size()) < held_out_count_ || !block_take(block)) {
+    throw std::invalid_argument("data: one pass over the files gives fewer than " +
+                                std::to_string(held_out_count_ + 1) + " blocks of ctx_len=" +
+                                std::to_string(ctx_len_) + " tokens (" + std::to_string(held_out_count_) +
+                                " held out for evaluation, at least 1 for training); add text or lower ctx_len");
+  }
+  buffer_.insert(buffer_.begin(), block.begin(), block.end());
+}
+
+void TextBlocks::pass_begin() {
+  file_index_ = 0;
+  in_.close();
+  buffer_.clear();
+  file_started_ = false;
+}
+
+bool TextBlocks::read_document() {
+  while (file_index_ < files_.size()) {
+    const std::string& path = files_[file_index_];
+    if (!in_.is_open()) {
+      in_.clear();
+      in_.open(path);
+      if (!in_) throw std::invalid_argument("data: cannot read file " + path);
+      in_jsonl_ = ends_with(path, ".jsonl") || ends_with(path, ".json");
+      file_started_ = false;
+      line_ = 0;
+    }
+    std::string text, line;
+    bool got = false;
+    if (in_jsonl_) {
+      while (!got && std::getline(in_, line)) {
+        ++line_;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        nlohmann::json doc;
+        try {
+          doc = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::exception& e) {
+          throw std::invalid_argument("data: " + path + ":" + std::to_string(line_) + ": not valid JSON: " + e.what());
+        }
+        if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
+          throw std::invalid_argument("data: " + path + ":" + std::to_string(line_) + ": no string field \"text\"");
+        text = doc["text"].get<std::string>();
+        got = true;
+      }
+      if (got) {
+        const auto ids = tokenizer_.encode(text, /*add_special_tokens=*/true);
+        buffer_.insert(buffer_.end(), ids.begin(), ids.end());
+        if (tokenizer_.eos_id() >= 0 && (ids.empty() || ids.back() != tokenizer_.eos_id()))
+          buffer_.push_back(tokenizer_.eos_id());
+        return true;
+      }
+    } else {
+      while (std::getline(in_, line)) {
+        got = true;
+        text += line;
+        text += '\n';
+        if (text.size() >= kChunkBytes && line.empty()) break;
+      }
+      if (got) {
+        const auto ids = tokenizer_.encode(text, /*add_special_tokens=*/!file_started_);
+        file_started_ = true;
+        buffer_.insert(buffer_.end(), ids.begin(), ids.end());
+        // The chunk that ends the file ends the document.
+        if (in_.eof() && tokenizer_.eos_id() >= 0 && (ids.empty() || ids.back() != tokenizer_.eos_id()))
+          buffer_.push_back(tokenizer_.eos_id());
+        return true;
+      }
+    }
+    in_.close();
+    ++file_index_;
+  }
+  return false;
+}
+
+bool TextBlocks::block_take(std::vector<int32_t>& block) {
+  while (static_cast<int64_t>(buffer_.size()) < ctx_len_) {
+    if (!read_document()) return false;
+  }
+  block.assign(buffer_.begin(), buffer_.begin() + ctx_len_);
+  buffer_.erase(buffer_.begin(), buffer_.begin() + ctx_len_);
+  return true;
+}
+
+std::vector<int32_t> TextBlocks::next() {
+  std::vector<int32_t> block;
+  if (block_take(block)) {
+    return block;
+  }
+  ++passes_;
+  pass_begin();
+  for (int64_t i = 0; i < held_out_count_; ++i) block_take(block);
+  // The constructor proved that a pass holds a training block.
+  block_take(block);
+  return block;
+}
+
+}  // namespace linear_ard::train
