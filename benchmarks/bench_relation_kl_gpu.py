@@ -142,7 +142,7 @@ def plot_memory(results, path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
-    ap.add_argument("--quick", action="store_true", help="n = 1K..8K only, no long-context curve")
+    ap.add_argument("--quick", action="store_true", help="n = 1K..16K only, no long-context curve")
     ap.add_argument("--sizes", help="comma-separated n: only these, no memory curve or LLaMA case (iterating)")
     ap.add_argument("--plot-from", help="only redraw the plot from a saved JSON into --out")
     args = ap.parse_args()
@@ -155,7 +155,7 @@ def main():
     print(f"device: {dev}; torch {torch.__version__}; B=1 H={H} d={D} causal bf16 self-relation")
     results = {"device": dev, "rows": [], "memory_curve": [], "llama3_8b": []}
 
-    sizes = [1024, 2048, 4096, 8192] + ([] if args.quick else [16384, 32768])
+    sizes = [1024, 2048, 4096, 8192, 16384] + ([] if args.quick else [32768])
     if args.sizes:
         sizes = [int(v) for v in args.sizes.split(",")]
     print("| n | ours fwd ms (share) | ours bwd ms (share) | ours fwd+bwd ms | useful TFLOP/s | ours peak GiB "

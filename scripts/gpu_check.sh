@@ -4,7 +4,7 @@
 # cases, the torch-op check against PyTorch autograd (FlashAttention's 2x rule, Appendix L table)
 # and the benchmark. Logs and results go to $OUT (or ./gpu_out).
 #   scripts/gpu_check.sh            everything
-#   scripts/gpu_check.sh --quick    checks plus the short benchmark (n <= 8K)
+#   scripts/gpu_check.sh --quick    checks plus the short benchmark (n <= 16K, LLaMA-3 case)
 #   SKIP_BENCH=1 scripts/gpu_check.sh   checks only
 #   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
 set -uo pipefail

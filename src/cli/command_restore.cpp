@@ -1,5 +1,5 @@
-// `linear-ard restore CONFIG.yaml [key=value ...]`: stage-1 LinearARD restoration of a RoPE-scaled
-// student from its native-RoPE teacher (docs/restore.md).
+// `linear-ard restore CONFIG.yaml [key=value ...]`: LinearARD restoration of a RoPE-scaled student
+// from its native-RoPE teacher, its ablations and baselines, optional stage-2 CPT (docs/restore.md).
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +15,8 @@ void command_restore_register(CLI::App& app) {
   auto overrides = std::make_shared<std::vector<std::string>>();
   CLI::App* sub = app.add_subcommand(
       "restore", "Distil the final layer's Q/Q, K/K, V/V relations of a native-RoPE teacher into its "
-                 "RoPE-scaled copy; writes an HF folder, metrics and the resolved config");
+                 "RoPE-scaled copy (or run an ablation / the CPT and LongReD baselines, then optional "
+                 "stage-2 CPT); writes an HF folder, metrics, curves and the resolved config");
   sub->add_option("CONFIG", *config_path, "YAML config (configs/demo_cpu.yaml shows every key)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -14,12 +14,30 @@ using nlohmann::json;
 
 const std::vector<std::string>& config_keys() {
   static const std::vector<std::string> keys = {
-      "teacher", "student_rope", "data", "ctx_len", "batch_size", "grad_accum", "steps", "lr",
+      "teacher", "student_rope", "data", "method", "layers", "objective", "trainable", "lora",
+      "save_adapters", "longred", "stage2", "ctx_len", "batch_size", "grad_accum", "steps", "lr",
       "warmup_steps", "min_lr_ratio", "weight_decay", "clip_grad_norm", "lambda_q", "lambda_k",
-      "lambda_v", "distill_layer", "seed", "device", "dtype", "checkpoint_layers", "output",
-      "overwrite", "eval_every", "log_every"};
+      "lambda_v", "seed", "device", "dtype", "checkpoint_layers", "output", "overwrite",
+      "eval_every", "log_every", "checkpoint_every", "resume", "stop_after_step"};
   return keys;
 }
+
+// The maps with a fixed set of sub-keys (student_rope is free-form: HF's rope dict).
+const std::vector<std::string>& sub_keys(const std::string& key) {
+  static const std::vector<std::string> objective = {"relations", "logit_kl", "temperature", "last_k_positions"};
+  static const std::vector<std::string> lora = {"rank", "alpha"};
+  static const std::vector<std::string> longred = {"max_skip"};
+  static const std::vector<std::string> stage2 = {"steps", "ctx_len", "batch_size", "grad_accum", "lr",
+                                                  "warmup_steps", "min_lr_ratio"};
+  static const std::vector<std::string> none;
+  if (key == "objective") return objective;
+  if (key == "lora") return lora;
+  if (key == "longred") return longred;
+  if (key == "stage2") return stage2;
+  return none;
+}
+
+bool is_map_key(const std::string& key) { return key == "student_rope" || !sub_keys(key).empty(); }
 
 [[noreturn]] void key_error(const std::string& key, const std::string& what) {
   throw std::invalid_argument("config key '" + key + "' " + what);
@@ -50,7 +68,7 @@ void override_apply(YAML::Node& root, const std::string& override_text) {
   const std::string key = override_text.substr(0, eq);
   const std::vector<std::string> parts = split_dots(key);
   key_check_known(parts[0], "override '" + override_text + "'");
-  if (parts.size() > 1 && parts[0] != "student_rope") key_error(parts[0], "has no sub-keys (override '" + override_text + "')");
+  if (parts.size() > 1 && !is_map_key(parts[0])) key_error(parts[0], "has no sub-keys (override '" + override_text + "')");
   YAML::Node value;
   try {
     value = YAML::Load(override_text.substr(eq + 1));
@@ -130,6 +148,45 @@ void config_validate(const RestoreConfig& c) {
   check(c.lambda_k >= 0, "lambda_k", "must be >= 0");
   check(c.lambda_v >= 0, "lambda_v", "must be >= 0");
   check(c.lambda_q + c.lambda_k + c.lambda_v > 0, "lambda_q", "lambda_q, lambda_k, lambda_v cannot all be 0");
+  check(c.method == "ard" || c.method == "cpt" || c.method == "longred", "method",
+        "must be ard, cpt or longred, got '" + c.method + "'");
+  if (c.layers.is_string()) {
+    const std::string l = c.layers.get<std::string>();
+    bool ok = l == "all";
+    if (l.rfind("last:", 0) == 0) {
+      try {
+        size_t used = 0;
+        ok = std::stoll(l.substr(5), &used) >= 1 && used == l.size() - 5;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    check(ok, "layers", "must be last:k (k >= 1), all or a list of layer indices, got '" + l + "'");
+  }
+  check(c.objective.relations == "qkv" || c.objective.relations == "attention", "objective.relations",
+        "must be qkv or attention, got '" + c.objective.relations + "'");
+  check(c.objective.logit_kl >= 0, "objective.logit_kl", "must be >= 0 (0: off)");
+  check(c.objective.temperature > 0, "objective.temperature", "must be > 0");
+  check(c.objective.last_k_positions >= 0, "objective.last_k_positions", "must be >= 0 (0: all positions)");
+  check(c.method == "ard" || (c.objective.logit_kl == 0 && c.objective.relations == "qkv"), "objective",
+        "applies to method ard only (method is " + c.method + ")");
+  check(c.trainable == "qkv" || c.trainable == "lora_qkv" || c.trainable == "lora_all" || c.trainable == "full",
+        "trainable", "must be qkv, lora_qkv, lora_all or full, got '" + c.trainable + "'");
+  check(c.lora.rank >= 1, "lora.rank", "must be >= 1");
+  check(c.lora.alpha > 0, "lora.alpha", "must be > 0");
+  check(!c.save_adapters || c.trainable.rfind("lora_", 0) == 0, "save_adapters",
+        "needs trainable lora_qkv or lora_all (there are no adapters to save)");
+  check(c.longred_max_skip >= 1, "longred.max_skip", "must be >= 1 (1: no position skipping)");
+  check(c.stage2.steps >= 0, "stage2.steps", "must be >= 0 (0: no stage 2)");
+  check(c.stage2.ctx_len >= 0, "stage2.ctx_len", "must be >= 0 (0: the student's max_position_embeddings)");
+  check(c.stage2.batch_size >= 1, "stage2.batch_size", "must be >= 1");
+  check(c.stage2.grad_accum >= 1, "stage2.grad_accum", "must be >= 1");
+  check(c.stage2.lr > 0, "stage2.lr", "must be > 0");
+  check(c.stage2.warmup_steps >= 0 && c.stage2.warmup_steps <= std::max<int64_t>(c.stage2.steps, 0),
+        "stage2.warmup_steps", "must be in [0, stage2.steps]");
+  check(c.stage2.min_lr_ratio >= 0 && c.stage2.min_lr_ratio <= 1, "stage2.min_lr_ratio", "must be in [0, 1]");
+  check(c.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0: no checkpoints)");
+  check(c.stop_after_step >= 0, "stop_after_step", "must be >= 0 (0: run to the end)");
   check(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "device",
         "must be cpu, cuda or auto, got '" + c.device + "'");
   check(c.dtype == "auto" || c.dtype == "fp32" || c.dtype == "bf16", "dtype",
@@ -174,12 +231,58 @@ RestoreConfig restore_config_load(const std::string& path, const std::vector<std
         for (const auto& x : v) c.data.push_back(scalar_as<std::string>(x, key, "a list of file paths"));
       }
     }
+    else if (key == "method") c.method = scalar_as<std::string>(v, key, "ard, cpt or longred");
+    else if (key == "trainable") c.trainable = scalar_as<std::string>(v, key, "qkv, lora_qkv, lora_all or full");
+    else if (key == "save_adapters") c.save_adapters = scalar_as<bool>(v, key, "true or false");
+    else if (key == "layers") {
+      if (v.IsSequence()) {
+        c.layers = json::array();
+        for (const auto& x : v) c.layers.push_back(scalar_as<int64_t>(x, key, "last:k, all or a list of layer indices"));
+        check(!c.layers.empty(), key, "must not be an empty list");
+      } else {
+        c.layers = scalar_as<std::string>(v, key, "last:k, all or a list of layer indices");
+      }
+    } else if (is_map_key(key)) {
+      check(v.IsMap(), key, "must be a map (sub-keys: " + [&] {
+        std::string list;
+        for (const auto& k : sub_keys(key)) list += (list.empty() ? "" : ", ") + k;
+        return list;
+      }() + ")");
+      for (const auto& sub : v) {
+        const std::string name = sub.first.as<std::string>();
+        const std::string full = key + "." + name;
+        const auto& known = sub_keys(key);
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          std::string list;
+          for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+          throw std::invalid_argument("unknown config key '" + full + "' (known sub-keys of " + key + ": " + list + ")");
+        }
+        const YAML::Node& x = sub.second;
+        if (x.IsNull()) continue;
+        if (full == "objective.relations") c.objective.relations = scalar_as<std::string>(x, full, "qkv or attention");
+        else if (full == "objective.logit_kl") c.objective.logit_kl = scalar_as<double>(x, full, "a number");
+        else if (full == "objective.temperature") c.objective.temperature = scalar_as<double>(x, full, "a number");
+        else if (full == "objective.last_k_positions") c.objective.last_k_positions = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "lora.rank") c.lora.rank = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "lora.alpha") c.lora.alpha = scalar_as<double>(x, full, "a number");
+        else if (full == "longred.max_skip") c.longred_max_skip = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "stage2.steps") c.stage2.steps = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "stage2.ctx_len") c.stage2.ctx_len = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "stage2.batch_size") c.stage2.batch_size = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "stage2.grad_accum") c.stage2.grad_accum = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "stage2.lr") c.stage2.lr = scalar_as<double>(x, full, "a number");
+        else if (full == "stage2.warmup_steps") c.stage2.warmup_steps = scalar_as<int64_t>(x, full, "an integer");
+        else if (full == "stage2.min_lr_ratio") c.stage2.min_lr_ratio = scalar_as<double>(x, full, "a number");
+      }
+    }
     else if (key == "ctx_len") c.ctx_len = scalar_as<int64_t>(v, key, "an integer");
     else if (key == "batch_size") c.batch_size = scalar_as<int64_t>(v, key, "an integer");
     else if (key == "grad_accum") c.grad_accum = scalar_as<int64_t>(v, key, "an integer");
     else if (key == "steps") c.steps = scalar_as<int64_t>(v, key, "an integer");
     else if (key == "warmup_steps") c.warmup_steps = scalar_as<int64_t>(v, key, "an integer");
-    else if (key == "distill_layer") c.distill_layer = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "checkpoint_every") c.checkpoint_every = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "stop_after_step") c.stop_after_step = scalar_as<int64_t>(v, key, "an integer");
+    else if (key == "resume") c.resume = scalar_as<bool>(v, key, "true or false");
     else if (key == "eval_every") c.eval_every = scalar_as<int64_t>(v, key, "an integer");
     else if (key == "log_every") c.log_every = scalar_as<int64_t>(v, key, "an integer");
     else if (key == "seed") c.seed = scalar_as<uint64_t>(v, key, "a non-negative integer");
@@ -206,6 +309,32 @@ std::string restore_config_to_yaml(const RestoreConfig& c) {
   out << YAML::Key << "data" << YAML::Value << YAML::BeginSeq;
   for (const auto& f : c.data) out << f;
   out << YAML::EndSeq;
+  out << YAML::Key << "method" << YAML::Value << c.method;
+  out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::Load(c.layers.dump());
+  out << YAML::Key << "objective" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "relations" << YAML::Value << c.objective.relations;
+  out << YAML::Key << "logit_kl" << YAML::Value << number_text(c.objective.logit_kl);
+  out << YAML::Key << "temperature" << YAML::Value << number_text(c.objective.temperature);
+  out << YAML::Key << "last_k_positions" << YAML::Value << c.objective.last_k_positions;
+  out << YAML::EndMap;
+  out << YAML::Key << "trainable" << YAML::Value << c.trainable;
+  out << YAML::Key << "lora" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "rank" << YAML::Value << c.lora.rank;
+  out << YAML::Key << "alpha" << YAML::Value << number_text(c.lora.alpha);
+  out << YAML::EndMap;
+  out << YAML::Key << "save_adapters" << YAML::Value << c.save_adapters;
+  out << YAML::Key << "longred" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "max_skip" << YAML::Value << c.longred_max_skip;
+  out << YAML::EndMap;
+  out << YAML::Key << "stage2" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "steps" << YAML::Value << c.stage2.steps;
+  out << YAML::Key << "ctx_len" << YAML::Value << c.stage2.ctx_len;
+  out << YAML::Key << "batch_size" << YAML::Value << c.stage2.batch_size;
+  out << YAML::Key << "grad_accum" << YAML::Value << c.stage2.grad_accum;
+  out << YAML::Key << "lr" << YAML::Value << number_text(c.stage2.lr);
+  out << YAML::Key << "warmup_steps" << YAML::Value << c.stage2.warmup_steps;
+  out << YAML::Key << "min_lr_ratio" << YAML::Value << number_text(c.stage2.min_lr_ratio);
+  out << YAML::EndMap;
   out << YAML::Key << "ctx_len" << YAML::Value << c.ctx_len;
   out << YAML::Key << "batch_size" << YAML::Value << c.batch_size;
   out << YAML::Key << "grad_accum" << YAML::Value << c.grad_accum;
@@ -218,7 +347,6 @@ std::string restore_config_to_yaml(const RestoreConfig& c) {
   out << YAML::Key << "lambda_q" << YAML::Value << number_text(c.lambda_q);
   out << YAML::Key << "lambda_k" << YAML::Value << number_text(c.lambda_k);
   out << YAML::Key << "lambda_v" << YAML::Value << number_text(c.lambda_v);
-  out << YAML::Key << "distill_layer" << YAML::Value << c.distill_layer;
   out << YAML::Key << "seed" << YAML::Value << c.seed;
   out << YAML::Key << "device" << YAML::Value << c.device;
   out << YAML::Key << "dtype" << YAML::Value << c.dtype;
@@ -227,8 +355,32 @@ std::string restore_config_to_yaml(const RestoreConfig& c) {
   out << YAML::Key << "overwrite" << YAML::Value << c.overwrite;
   out << YAML::Key << "eval_every" << YAML::Value << c.eval_every;
   out << YAML::Key << "log_every" << YAML::Value << c.log_every;
+  out << YAML::Key << "checkpoint_every" << YAML::Value << c.checkpoint_every;
+  out << YAML::Key << "resume" << YAML::Value << c.resume;
+  out << YAML::Key << "stop_after_step" << YAML::Value << c.stop_after_step;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::vector<int64_t> restore_layers_resolve(const nlohmann::json& layers, int64_t num_layers) {
+  std::vector<int64_t> out;
+  if (layers.is_string()) {
+    const std::string l = layers.get<std::string>();
+    const int64_t k = l == "all" ? num_layers : std::stoll(l.substr(5));
+    if (k > num_layers)
+      key_error("layers", "(" + l + ") asks for more than the teacher's " + std::to_string(num_layers) + " layers");
+    for (int64_t i = num_layers - k; i < num_layers; ++i) out.push_back(i);
+    return out;
+  }
+  for (const auto& x : layers) {
+    const int64_t i = x.get<int64_t>();
+    if (i < -num_layers || i >= num_layers)
+      key_error("layers", "(" + std::to_string(i) + ") is outside the teacher's " + std::to_string(num_layers) + " layers");
+    out.push_back(i < 0 ? i + num_layers : i);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace linear_ard::train

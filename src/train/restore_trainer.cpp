@@ -1,7 +1,11 @@
-// restore_trainer: stage-1 relation distillation of a RoPE-scaled student (paper Sec. 3.2-3.4).
+// restore_trainer: a restore run: stage 1 (LinearARD, its ablations, or the CPT / LongReD baselines),
+// optional stage 2 light CPT, checkpoints and resume, outputs (paper Sec. 3.2-3.4, Appendix B).
 #include "linear_ard/train/restore_trainer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,12 +17,17 @@
 #include "linear_ard/io/hf_folder.h"        // defines: hf_folder_load, hf_folder_save
 #include "linear_ard/io/json_file.h"        // defines: json_file_write
 #include "linear_ard/io/tokenizer.h"        // defines: tokenizer_load
+#include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/llama_model.h"   // defines: model_forward
 #include "linear_ard/ops/relation_loss.h"   // defines: relation_loss
 #include "linear_ard/train/lr_schedule.h"   // defines: lr_schedule_at
 #include "linear_ard/train/metrics_log.h"   // defines: MetricsLog, memory_peak_bytes, progress_print
-#include "linear_ard/train/restore_eval.h"  // defines: restore_evaluate
-#include "linear_ard/train/text_blocks.h"   // defines: TextBlocks
+#include "linear_ard/train/restore_checkpoint.h"  // defines: checkpoint_save, checkpoint_latest, checkpoint_restore
+#include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
+#include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
+#include "linear_ard/train/svg_plot.h"            // defines: svg_plot_render
+#include "linear_ard/train/text_blocks.h"         // defines: TextBlocks
+#include "linear_ard/train/trainable_set.h"       // defines: TrainableSet
 
 namespace linear_ard::train {
 namespace {
@@ -105,6 +114,55 @@ torch::Tensor ids_tensor(const std::vector<std::vector<int32_t>>& blocks, const 
   return ids.to(device);
 }
 
+// One stage's optimisation settings and loss (paper Eq. token_budget: L_s, B_s, A_s, U_s).
+struct StageSpec {
+  int64_t stage = 1;
+  int64_t ctx_len = 0, batch_size = 1, grad_accum = 1, steps = 0, warmup_steps = 0;
+  double lr = 0, min_lr_ratio = 0;
+  std::function<ObjectiveLoss(const model::Overrides&, const torch::Tensor&)> loss;
+};
+
+// metrics.jsonl records of a previous run up to `step` (a resumed run continues after them).
+std::vector<json> metrics_read(const std::string& path, int64_t step) {
+  std::vector<json> records;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (r.is_discarded()) break;  // a line cut short by the interruption
+    if (r.value("step", int64_t{0}) <= step) records.push_back(std::move(r));
+  }
+  return records;
+}
+
+// The training-dynamics figure: optimised loss, its parts, and the held-out monitors vs step.
+std::string curves_render(const std::vector<json>& records) {
+  SvgPanel loss{"training loss (optimised)", {}}, parts{"loss parts (per relation / objective)", {}},
+      monitors{"held-out: relation loss, monitored logit KL and attention-map KL", {}};
+  std::map<std::string, SvgSeries> by_name;
+  std::vector<std::string> order;
+  const auto add = [&](const std::string& name, double x, double y) {
+    if (!by_name.count(name)) order.push_back(name), by_name[name].name = name;
+    by_name[name].x.push_back(x);
+    by_name[name].y.push_back(y);
+  };
+  for (const auto& r : records) {
+    const double step = r.at("step").get<double>();
+    if (r.value("eval", false)) {
+      for (const char* k : {"relation_loss", "logit_kl", "attention_kl"}) add(std::string("eval ") + k, step, r.at(k).get<double>());
+      continue;
+    }
+    add("loss (stage " + std::to_string(r.value("stage", 1)) + ")", step, r.at("loss").get<double>());
+    for (const auto& [k, v] : r.items())
+      if (k.rfind("loss_", 0) == 0) add(k, step, v.get<double>());
+  }
+  for (const auto& name : order) {
+    SvgPanel& panel = name.rfind("eval ", 0) == 0 ? monitors : name.rfind("loss (", 0) == 0 ? loss : parts;
+    panel.series.push_back(by_name[name]);
+  }
+  return svg_plot_render({loss, parts, monitors}, "optimizer step");
+}
+
 }  // namespace
 
 void restore_run(const RestoreConfig& config) {
@@ -112,41 +170,81 @@ void restore_run(const RestoreConfig& config) {
   RestoreConfig c = config;
 
   // Everything checkable is checked before the output folder exists.
-  if (c.device == "auto") c.device = torch::cuda::is_available() ? "cuda" : "cpu";
-  if (c.device == "cuda" && !torch::cuda::is_available())
-    throw std::invalid_argument("config key 'device' is cuda but no CUDA device is available");
-  if (c.dtype == "auto") c.dtype = c.device == "cuda" ? "bf16" : "fp32";
-  const torch::Device device(c.device == "cuda" ? torch::kCUDA : torch::kCPU);
-  const torch::ScalarType dtype = c.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const model::DeviceChoice choice =
+      model::device_choice_resolve(c.device, c.dtype, "config key 'device'", "config key 'dtype'");
+  c.device = choice.device_name;
+  c.dtype = choice.dtype_name;
+  const torch::Device device = choice.device;
+  const torch::ScalarType dtype = choice.dtype;
 
   if (!fs::is_directory(c.teacher))
     throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " does not exist");
   io::HfFolder teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
   const model::ModelConfig& tc = teacher.model_config;
   const model::ModelConfig student_config = student_config_make(teacher, c.student_rope);
+  const int64_t native = tc.max_position_embeddings;
+  const int64_t extended = student_config.max_position_embeddings;
 
-  if (c.ctx_len == 0) c.ctx_len = tc.max_position_embeddings;
-  if (c.ctx_len > tc.max_position_embeddings)
+  if (c.ctx_len == 0) c.ctx_len = native;
+  if (c.method == "cpt") {
+    if (c.ctx_len > extended)
+      throw std::invalid_argument("config key 'ctx_len' (" + std::to_string(c.ctx_len) +
+                                  ") exceeds the student's max_position_embeddings (" + std::to_string(extended) + ")");
+  } else if (c.ctx_len > native) {
     throw std::invalid_argument("config key 'ctx_len' (" + std::to_string(c.ctx_len) +
-                                ") exceeds the teacher's native max_position_embeddings (" +
-                                std::to_string(tc.max_position_embeddings) +
-                                "): relation distillation runs within the teacher's native range");
-  const int64_t layers = tc.num_hidden_layers;
-  if (c.distill_layer < -layers || c.distill_layer >= layers)
-    throw std::invalid_argument("config key 'distill_layer' (" + std::to_string(c.distill_layer) +
-                                ") is outside the teacher's " + std::to_string(layers) + " layers");
-  const int64_t layer = c.distill_layer < 0 ? c.distill_layer + layers : c.distill_layer;
+                                ") exceeds the teacher's native max_position_embeddings (" + std::to_string(native) +
+                                "): distillation runs within the teacher's native range");
+  }
+  if (c.method == "longred" && (c.ctx_len - 1) * c.longred_max_skip >= extended)
+    throw std::invalid_argument("config key 'longred.max_skip' (" + std::to_string(c.longred_max_skip) +
+                                ") sends position (ctx_len - 1) * max_skip past the student's max_position_embeddings (" +
+                                std::to_string(extended) + ")");
+  if (c.stage2.steps > 0) {
+    if (c.stage2.ctx_len == 0) c.stage2.ctx_len = extended;
+    if (c.stage2.ctx_len > extended)
+      throw std::invalid_argument("config key 'stage2.ctx_len' (" + std::to_string(c.stage2.ctx_len) +
+                                  ") exceeds the student's max_position_embeddings (" + std::to_string(extended) + ")");
+  }
+  const int64_t num_layers = tc.num_hidden_layers;
+  const std::vector<int64_t> layers = restore_layers_resolve(c.layers, num_layers);
+  // Only the layers up to the last distilled one can move its Q/K/V; every other objective reads
+  // the whole model.
+  const bool whole_model = c.method != "ard" || c.objective.logit_kl > 0 || c.stage2.steps > 0;
+  const int64_t last_trainable_layer = whole_model ? num_layers - 1 : layers.back();
 
   const auto tokenizer = io::tokenizer_load(c.teacher);
   if (tokenizer->vocab_size() > tc.vocab_size)
     throw std::invalid_argument("teacher " + c.teacher + ": tokenizer has " + std::to_string(tokenizer->vocab_size()) +
                                 " ids but the model's vocab_size is " + std::to_string(tc.vocab_size));
-  TextBlocks blocks(c.data, *tokenizer, c.ctx_len, /*held_out=*/1);
+  TextBlocks blocks1(c.data, *tokenizer, c.ctx_len, /*held_out=*/1, tc.vocab_size);
+  // Stage 2 holds out as many of its blocks as cover the held-out evaluation block.
+  std::optional<TextBlocks> blocks2;
+  if (c.stage2.steps > 0)
+    blocks2.emplace(c.data, *tokenizer, c.stage2.ctx_len, (c.ctx_len + c.stage2.ctx_len - 1) / c.stage2.ctx_len, tc.vocab_size);
 
-  output_prepare(c);
   const fs::path out(c.output);
-  io::file_write_atomic((out / "resolved_config.yaml").string(), restore_config_to_yaml(c));
+  const std::string config_yaml = restore_config_to_yaml(c);
+  // Resuming checks that the checkpoint is this run's: every key but the ones about stopping.
+  const auto resume_key = [](RestoreConfig r) {
+    r.resume = false, r.stop_after_step = 0, r.overwrite = false;
+    return restore_config_to_yaml(r);
+  };
+  const std::optional<std::string> checkpoint = c.resume ? checkpoint_latest(c.output) : std::nullopt;
+  std::optional<CheckpointState> resumed;
+  std::vector<json> previous_records;
+  if (checkpoint) {
+    resumed = checkpoint_state_read(*checkpoint);
+    if (resumed->config_yaml != resume_key(c))
+      throw std::invalid_argument("config key 'resume': checkpoint " + *checkpoint +
+                                  " was written by a run with another config (only resume, stop_after_step and "
+                                  "overwrite may differ)");
+    previous_records = metrics_read((out / "metrics.jsonl").string(), resumed->step);
+  } else {
+    output_prepare(c);
+  }
+  io::file_write_atomic((out / "resolved_config.yaml").string(), config_yaml);
   MetricsLog metrics((out / "metrics.jsonl").string());
+  for (const auto& r : previous_records) metrics.append(r);
   torch::manual_seed(c.seed);
 
   // Shared frozen weights in the model dtype; `teacher.weights` keeps the checkpoint's own dtype
@@ -156,167 +254,202 @@ void restore_run(const RestoreConfig& config) {
   const model::LlamaWeights weights = model::llama_weights_from_map(tc, std::move(model_tensors));
   const model::RopeTables teacher_rope = model::rope_tables_init(tc);
   const model::RopeTables student_rope = model::rope_tables_init(student_config);
+  TrainableSet trainables(c.trainable, c.lora, teacher.weights, weights, last_trainable_layer, device);
 
-  // Trainable: fp32 master copies of Q/K/V (weights and biases) of layers 0..distill_layer; the
-  // layers above cannot influence the distilled layer's Q/K/V.
-  std::vector<std::string> names;
-  std::vector<torch::Tensor> masters;
-  int64_t trainable_params = 0;
-  for (int64_t l = 0; l <= layer; ++l) {
-    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
-      for (const char* part : {"weight", "bias"}) {
-        const std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj + "." + part;
-        const auto it = teacher.weights.find(name);
-        if (it == teacher.weights.end()) continue;
-        names.push_back(name);
-        masters.push_back(it->second.to(device, torch::kFloat).clone().set_requires_grad(true));
-        trainable_params += it->second.numel();
-      }
-    }
-  }
-  const auto student_overrides = [&] {
-    model::Overrides o;
-    for (size_t i = 0; i < names.size(); ++i) o.replace[names[i]] = masters[i].to(dtype);
-    return o;
-  };
-  torch::optim::AdamW optimizer(masters, torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay));
-  const LrSchedule schedule{c.lr, c.warmup_steps, c.steps, c.min_lr_ratio};
-  ops::RelationLossOptions loss_options;
-  loss_options.causal = true;
-  loss_options.lambda_q = c.lambda_q;
-  loss_options.lambda_k = c.lambda_k;
-  loss_options.lambda_v = c.lambda_v;
+  ObjectiveContext ctx;
+  ctx.weights = &weights;
+  ctx.teacher_rope = &teacher_rope;
+  ctx.student_rope = &student_rope;
+  ctx.layers = layers;
+  ctx.loss_options.causal = true;
+  ctx.loss_options.lambda_q = c.lambda_q;
+  ctx.loss_options.lambda_k = c.lambda_k;
+  ctx.loss_options.lambda_v = c.lambda_v;
+  ctx.objective = c.objective;
+  ctx.longred_max_skip = c.longred_max_skip;
+  ctx.checkpoint_layers = c.checkpoint_layers;
 
-  const torch::Tensor eval_ids = ids_tensor(blocks.held_out(), device);
+  const torch::Tensor eval_ids = ids_tensor(blocks1.held_out(), device);
   const auto evaluate = [&](int64_t step) {
-    const RestoreEval e = restore_evaluate(weights, teacher_rope, student_rope, student_overrides(),
-                                           eval_ids, layer, loss_options);
+    const RestoreEval e = restore_evaluate(weights, teacher_rope, student_rope, trainables.overrides(dtype), eval_ids,
+                                           layers, ctx.loss_options);
     json record = eval_json(e);
     record["step"] = step;
     record["eval"] = true;
     metrics.append(record);
     eval_print(step, e);
-    return e;
+    return record;
   };
-  std::printf("restore: %s -> %s (%s x%g), layer %ld, %ld trainable parameters in %zu tensors, %s %s\n",
+  std::string layer_text;
+  for (int64_t l : layers) layer_text += (layer_text.empty() ? "" : ",") + std::to_string(l);
+  std::printf("restore: %s -> %s (%s x%g), method %s, layers %s, trainable %s: %ld parameters in %zu tensors, %s %s\n",
               c.teacher.c_str(), c.output.c_str(), model::rope_type_name(student_config.rope.type),
-              student_config.rope.factor.value_or(1.0), static_cast<long>(layer),
-              static_cast<long>(trainable_params), names.size(), c.device.c_str(), c.dtype.c_str());
-  const RestoreEval eval_before = evaluate(0);
-  RestoreEval eval_after = eval_before;
+              student_config.rope.factor.value_or(1.0), c.method.c_str(), layer_text.c_str(), c.trainable.c_str(),
+              static_cast<long>(trainables.parameter_count()), trainables.names().size(), c.device.c_str(),
+              c.dtype.c_str());
+  json eval_before;
+  for (const auto& r : previous_records)
+    if (r.value("eval", false) && r.at("step").get<int64_t>() == 0) eval_before = r;
+  if (!resumed) eval_before = evaluate(0);
+  json eval_after = eval_before;
 
-  const int64_t tokens_per_step = c.ctx_len * c.batch_size * c.grad_accum;
-  int64_t tokens = 0;
-  double train_s = 0;
-  for (int64_t step = 1; step <= c.steps; ++step) {
-    const auto t0 = Clock::now();
-    const double lr = lr_schedule_at(schedule, step - 1);
-    for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    optimizer.zero_grad();
-    double loss_sum = 0;
-    torch::Tensor relation_sum = torch::zeros({3}, torch::kDouble);
-    for (int64_t a = 0; a < c.grad_accum; ++a) {
-      std::vector<std::vector<int32_t>> batch;
-      for (int64_t b = 0; b < c.batch_size; ++b) batch.push_back(blocks.next());
-      const torch::Tensor ids = ids_tensor(batch, device);
-      model::ForwardOptions options;
-      options.stop_after_qkv_layer = layer;
-      model::ModelOutputs t;
-      {
-        torch::NoGradGuard no_grad;
-        t = model::model_forward(weights, teacher_rope, model::Overrides{}, ids, options);
+  std::vector<StageSpec> stages;
+  StageSpec s1{1, c.ctx_len, c.batch_size, c.grad_accum, c.steps, c.warmup_steps, c.lr, c.min_lr_ratio, {}};
+  if (c.method == "ard") s1.loss = [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_ard(ctx, o, ids); };
+  else if (c.method == "cpt") s1.loss = [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_lm(ctx, o, ids); };
+  else s1.loss = [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_longred(ctx, o, ids); };
+  stages.push_back(s1);
+  if (c.stage2.steps > 0)
+    stages.push_back({2, c.stage2.ctx_len, c.stage2.batch_size, c.stage2.grad_accum, c.stage2.steps,
+                      c.stage2.warmup_steps, c.stage2.lr, c.stage2.min_lr_ratio,
+                      [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_lm(ctx, o, ids); }});
+  const int64_t total_steps = c.steps + (c.stage2.steps > 0 ? c.stage2.steps : 0);
+
+  int64_t tokens = resumed ? resumed->tokens : 0;
+  double train_s = resumed ? resumed->train_s : 0;
+  int64_t step_offset = 0;
+  for (const StageSpec& stage : stages) {
+    TextBlocks& blocks = stage.stage == 1 ? blocks1 : *blocks2;
+    torch::optim::AdamW optimizer(trainables.parameters(), torch::optim::AdamWOptions(stage.lr).weight_decay(c.weight_decay));
+    int64_t first = 1;
+    if (resumed && resumed->stage > stage.stage) {
+      step_offset += stage.steps;
+      continue;
+    }
+    if (resumed && resumed->stage == stage.stage) {
+      checkpoint_restore(*checkpoint, trainables, optimizer);
+      for (int64_t i = 0; i < resumed->blocks_consumed; ++i) blocks.next();
+      first = resumed->stage_step + 1;
+      std::printf("restore: resumed from %s (step %ld)\n", checkpoint->c_str(), static_cast<long>(resumed->step));
+    }
+    const LrSchedule schedule{stage.lr, stage.warmup_steps, stage.steps, stage.min_lr_ratio};
+    const int64_t tokens_per_step = stage.ctx_len * stage.batch_size * stage.grad_accum;
+    for (int64_t step = first; step <= stage.steps; ++step) {
+      const int64_t global = step_offset + step;
+      const auto t0 = Clock::now();
+      const double lr = lr_schedule_at(schedule, step - 1);
+      for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+      optimizer.zero_grad();
+      double loss_sum = 0;
+      std::map<std::string, double> parts_sum;
+      for (int64_t a = 0; a < stage.grad_accum; ++a) {
+        std::vector<std::vector<int32_t>> batch;
+        for (int64_t b = 0; b < stage.batch_size; ++b) batch.push_back(blocks.next());
+        const ObjectiveLoss loss = stage.loss(trainables.overrides(dtype), ids_tensor(batch, device));
+        const double value = loss.total.item<double>();
+        if (!std::isfinite(value)) {
+          std::string detail;
+          for (const auto& [k, v] : loss.parts) detail += (detail.empty() ? "" : ", ") + k + " " + std::to_string(v);
+          throw std::runtime_error("step " + std::to_string(global) + ": loss is " + std::to_string(value) + " (" +
+                                   detail + "); stopped before this step's update (try dtype=fp32 or a lower lr)");
+        }
+        (loss.total / static_cast<double>(stage.grad_accum)).backward();
+        loss_sum += value;
+        for (const auto& [k, v] : loss.parts) parts_sum[k] += v;
       }
-      options.checkpoint_layers = c.checkpoint_layers;
-      const model::ModelOutputs s = model::model_forward(weights, student_rope, student_overrides(), ids, options);
-      const model::LayerQkv& tq = t.qkv.at(layer);
-      const model::LayerQkv& sq = s.qkv.at(layer);
-      const ops::RelationLoss loss = ops::relation_loss({sq.q, sq.k, sq.v}, {tq.q, tq.k, tq.v}, loss_options);
-      const double value = loss.total.item<double>();
-      const torch::Tensor per = loss.relation_losses.detach().to(torch::kCPU, torch::kDouble);
-      if (!std::isfinite(value))
-        throw std::runtime_error("step " + std::to_string(step) + ": loss is " + std::to_string(value) +
-                                 " (L_q " + std::to_string(per[0].item<double>()) + ", L_k " +
-                                 std::to_string(per[1].item<double>()) + ", L_v " + std::to_string(per[2].item<double>()) +
-                                 "); stopped before this step's update (try dtype=fp32 or a lower lr)");
-      (loss.total / static_cast<double>(c.grad_accum)).backward();
-      loss_sum += value;
-      relation_sum += per;
-    }
-    // clip_grad_norm_ returns the norm before clipping; an infinite max norm measures without clipping.
-    const double max_norm = c.clip_grad_norm > 0 ? c.clip_grad_norm : std::numeric_limits<double>::infinity();
-    const double grad_norm = torch::nn::utils::clip_grad_norm_(masters, max_norm);
-    if (!std::isfinite(grad_norm))
-      throw std::runtime_error("step " + std::to_string(step) + ": gradient norm is " + std::to_string(grad_norm) +
-                               "; stopped before this step's update (try dtype=fp32 or a lower lr)");
-    optimizer.step();
+      // clip_grad_norm_ returns the norm before clipping; an infinite max norm measures without clipping.
+      const double max_norm = c.clip_grad_norm > 0 ? c.clip_grad_norm : std::numeric_limits<double>::infinity();
+      const double grad_norm = torch::nn::utils::clip_grad_norm_(trainables.parameters(), max_norm);
+      if (!std::isfinite(grad_norm))
+        throw std::runtime_error("step " + std::to_string(global) + ": gradient norm is " + std::to_string(grad_norm) +
+                                 "; stopped before this step's update (try dtype=fp32 or a lower lr)");
+      optimizer.step();
 
-    const double step_s = seconds_since(t0);
-    train_s += step_s;
-    tokens += tokens_per_step;
-    const double loss_mean = loss_sum / static_cast<double>(c.grad_accum);
-    relation_sum /= static_cast<double>(c.grad_accum);
-    metrics.append({{"step", step},
-                    {"loss", loss_mean},
-                    {"loss_q", relation_sum[0].item<double>()},
-                    {"loss_k", relation_sum[1].item<double>()},
-                    {"loss_v", relation_sum[2].item<double>()},
-                    {"lr", lr},
-                    {"grad_norm", grad_norm},
-                    {"tokens", tokens},
-                    {"tokens_per_s", static_cast<double>(tokens_per_step) / step_s},
-                    {"step_time_s", step_s},
-                    {"peak_memory_bytes", memory_peak_bytes(device)}});
-    if (step % c.log_every == 0 || step == c.steps) {
-      const double eta = train_s / static_cast<double>(step) * static_cast<double>(c.steps - step);
-      progress_print(step, c.steps, loss_mean, lr, static_cast<double>(tokens_per_step) / step_s, eta);
+      const double step_s = seconds_since(t0);
+      train_s += step_s;
+      tokens += tokens_per_step;
+      const double loss_mean = loss_sum / static_cast<double>(stage.grad_accum);
+      json record = {{"step", global}, {"stage", stage.stage}, {"loss", loss_mean}};
+      for (const auto& [k, v] : parts_sum) record[k] = v / static_cast<double>(stage.grad_accum);
+      record.update({{"lr", lr},
+                     {"grad_norm", grad_norm},
+                     {"tokens", tokens},
+                     {"tokens_per_s", static_cast<double>(tokens_per_step) / step_s},
+                     {"step_time_s", step_s},
+                     {"peak_memory_bytes", memory_peak_bytes(device)}});
+      metrics.append(record);
+      if (global % c.log_every == 0 || global == total_steps) {
+        const double eta = train_s / static_cast<double>(global) * static_cast<double>(total_steps - global);
+        progress_print(global, total_steps, loss_mean, lr, static_cast<double>(tokens_per_step) / step_s, eta);
+      }
+      if (step == stage.steps || (c.eval_every > 0 && global % c.eval_every == 0)) eval_after = evaluate(global);
+      const bool stop = global == c.stop_after_step;
+      if (stop || (c.checkpoint_every > 0 && global % c.checkpoint_every == 0)) {
+        checkpoint_save(c.output,
+                        {global, stage.stage, step, step * stage.batch_size * stage.grad_accum, tokens, train_s,
+                         resume_key(c)},
+                        trainables, optimizer);
+      }
+      if (stop) {
+        progress_break();
+        std::printf("restore: stopped after step %ld (stop_after_step); resume=true continues from %s\n",
+                    static_cast<long>(global), (out / ("checkpoint-" + std::to_string(global))).c_str());
+        return;
+      }
     }
-    if (step == c.steps || (c.eval_every > 0 && step % c.eval_every == 0)) eval_after = evaluate(step);
+    step_offset += stage.steps;
   }
 
-  // The restored folder: the checkpoint's tensors, trained Q/K/V cast back to its dtype, the
-  // student's RoPE in config.json, the teacher's tokenizer and generation config.
+  // The restored folder: the checkpoint's tensors with the trained ones (LoRA merged) in its dtype,
+  // the student's RoPE in config.json, the teacher's tokenizer and generation config.
   io::HfFolder restored = teacher;
   restored.path.clear();
   restored.model_config = student_config;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const torch::Tensor& original = teacher.weights.at(names[i]);
-    restored.weights[names[i]] = masters[i].detach().to(torch::kCPU, original.scalar_type()).contiguous();
-  }
+  restored.weights = trainables.merged(teacher.weights);
   const std::string model_dir = (out / "model").string();
   io::hf_folder_save(model_dir, restored);
+  if (c.save_adapters) {
+    // Written beside, then renamed: the adapters folder appears whole or not at all.
+    const fs::path adapters = out / "adapters", tmp = out / "adapters.tmp";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    trainables.adapters_save(tmp.string(), c.teacher);
+    fs::remove_all(adapters);
+    fs::rename(tmp, adapters);
+  }
+  io::file_write_atomic((out / "training_curves.svg").string(),
+                        curves_render(metrics_read((out / "metrics.jsonl").string(), total_steps)));
 
   const double wall_s = seconds_since(run_start);
+  json budget_stages = json::array();
+  int64_t budget = 0;
+  for (const StageSpec& stage : stages) {
+    const int64_t n = stage.ctx_len * stage.batch_size * stage.grad_accum * stage.steps;
+    budget += n;
+    budget_stages.push_back({{"stage", stage.stage}, {"L", stage.ctx_len}, {"B", stage.batch_size},
+                             {"A", stage.grad_accum}, {"U", stage.steps}, {"G", 1}, {"tokens", n}});
+  }
   json summary = {
-      {"token_budget",
-       {{"formula", "N_tok = L * B * A * U * G (paper Appendix B)"},
-        {"L", c.ctx_len}, {"B", c.batch_size}, {"A", c.grad_accum}, {"U", c.steps}, {"G", 1},
-        {"tokens", c.ctx_len * c.batch_size * c.grad_accum * c.steps}}},
+      {"token_budget", {{"formula", "N_tok = sum_s L_s * B_s * A_s * U_s * G"}, {"stages", budget_stages}, {"tokens", budget}}},
       {"tokens_trained", tokens},
       {"held_out_tokens", eval_ids.numel()},
-      {"data_passes_completed", blocks.passes()},
-      {"steps", c.steps},
+      {"data_passes_completed", blocks1.passes()},
+      {"steps", total_steps},
+      {"method", c.method},
+      {"layers", layers},
       {"train_time_s", train_s},
       {"wall_time_s", wall_s},
       {"mean_tokens_per_s", static_cast<double>(tokens) / train_s},
       {"peak_memory_bytes", memory_peak_bytes(device)},
       {"device", c.device},
       {"dtype", c.dtype},
-      {"distill_layer", layer},
-      {"trainable_parameters", trainable_params},
-      {"trainable_tensors", names},
+      {"trainable", c.trainable},
+      {"trainable_parameters", trainables.parameter_count()},
+      {"trainable_tensors", trainables.names()},
       {"teacher", c.teacher},
-      {"teacher_max_position_embeddings", tc.max_position_embeddings},
+      {"teacher_max_position_embeddings", native},
       {"student_rope", c.student_rope},
-      {"student_max_position_embeddings", student_config.max_position_embeddings},
-      {"eval_before", eval_json(eval_before)},
-      {"eval_after", eval_json(eval_after)},
+      {"student_max_position_embeddings", extended},
+      {"eval_before", eval_before},
+      {"eval_after", eval_after},
       {"model", model_dir}};
   io::json_file_write((out / "training_summary.json").string(), summary);
   std::printf("restore: relation loss %.4f -> %.4f, logit KL %.4f -> %.4f, attention KL %.4f -> %.4f\n"
               "restore: %ld tokens in %.1f s (%.0f tok/s); model written to %s\n",
-              eval_before.relation_loss, eval_after.relation_loss, eval_before.logit_kl, eval_after.logit_kl,
-              eval_before.attention_kl, eval_after.attention_kl, static_cast<long>(tokens), train_s,
-              static_cast<double>(tokens) / train_s, model_dir.c_str());
+              eval_before.value("relation_loss", 0.0), eval_after.value("relation_loss", 0.0),
+              eval_before.value("logit_kl", 0.0), eval_after.value("logit_kl", 0.0),
+              eval_before.value("attention_kl", 0.0), eval_after.value("attention_kl", 0.0), static_cast<long>(tokens),
+              train_s, static_cast<double>(tokens) / train_s, model_dir.c_str());
 }
 
 }  // namespace linear_ard::train

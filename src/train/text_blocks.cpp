@@ -1,6 +1,7 @@
 // text_blocks: streaming tokenisation of text/JSONL files into fixed ctx_len blocks.
 #include "linear_ard/train/text_blocks.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -19,8 +20,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 TextBlocks::TextBlocks(std::vector<std::string> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
-                       int64_t held_out)
-    : files_(std::move(files)), tokenizer_(tokenizer), ctx_len_(ctx_len), held_out_count_(held_out) {
+                       int64_t held_out, int64_t vocab_size)
+    : files_(std::move(files)), tokenizer_(tokenizer), ctx_len_(ctx_len), held_out_count_(held_out),
+      vocab_size_(vocab_size) {
   if (files_.empty()) throw std::invalid_argument("data: no files given");
   if (ctx_len_ < 1) throw std::invalid_argument("data: ctx_len must be >= 1");
   for (const auto& f : files_) {
@@ -47,20 +49,73 @@ void TextBlocks::pass_begin() {
   file_started_ = false;
 }
 
+void TextBlocks::file_open() {
+  const std::string& path = files_[file_index_];
+  in_.clear();
+  in_.open(path, std::ios::binary);
+  if (!in_) throw std::invalid_argument("data: cannot read file " + path);
+  in_jsonl_ = ends_with(path, ".jsonl") || ends_with(path, ".json");
+  in_npy_ = ends_with(path, ".npy");
+  file_started_ = false;
+  line_ = 0;
+  if (!in_npy_) return;
+  // numpy's format: magic, version, header length (2 bytes in v1, 4 in v2/v3), a Python dict.
+  const auto bad = [&](const std::string& what) {
+    throw std::invalid_argument("data: " + path + ": not a 1-D uint16/uint32 .npy token file (" + what + ")");
+  };
+  char magic[8];
+  if (!in_.read(magic, 8) || std::string(magic, 6) != "\x93NUMPY") bad("no .npy magic");
+  uint32_t header_len = 0;
+  unsigned char len_bytes[4] = {0, 0, 0, 0};
+  const int len_size = magic[6] == 1 ? 2 : 4;
+  if (!in_.read(reinterpret_cast<char*>(len_bytes), len_size)) bad("truncated header");
+  for (int i = len_size - 1; i >= 0; --i) header_len = header_len * 256 + len_bytes[i];
+  std::string header(header_len, '\0');
+  if (!in_.read(header.data(), header_len)) bad("truncated header");
+  if (header.find("'fortran_order': False") == std::string::npos) bad("fortran_order must be False");
+  if (header.find("'descr': '<u2'") != std::string::npos) npy_width_ = 2;
+  else if (header.find("'descr': '<u4'") != std::string::npos) npy_width_ = 4;
+  else bad("dtype must be <u2 or <u4");
+  const size_t shape = header.find("'shape': (");
+  if (shape == std::string::npos) bad("no shape");
+  const size_t close = header.find(')', shape);
+  const std::string dims = header.substr(shape + 10, close - shape - 10);
+  const size_t comma = dims.find(',');
+  if (comma == std::string::npos || dims.find_first_not_of(" ", comma + 1) != std::string::npos) bad("shape must be 1-D");
+  npy_remaining_ = std::stoll(dims.substr(0, comma));
+  npy_read_ = 0;
+}
+
+bool TextBlocks::read_npy_chunk() {
+  if (npy_remaining_ == 0) return false;
+  const int64_t count = std::min<int64_t>(npy_remaining_, kChunkBytes);
+  std::vector<unsigned char> raw(static_cast<size_t>(count * npy_width_));
+  if (!in_.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size())))
+    throw std::invalid_argument("data: " + files_[file_index_] + ": truncated (fewer ids than its shape says)");
+  for (int64_t i = 0; i < count; ++i) {
+    const unsigned char* p = raw.data() + i * npy_width_;
+    const uint32_t id = npy_width_ == 2 ? p[0] | (p[1] << 8)
+                                        : p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+    if (id >= vocab_size_)
+      throw std::invalid_argument("data: " + files_[file_index_] + ": token id " + std::to_string(id) + " at index " +
+                                  std::to_string(npy_read_ + i) + " is >= the teacher's vocab_size " +
+                                  std::to_string(vocab_size_) + " (tokenised with another tokenizer?)");
+    buffer_.push_back(static_cast<int32_t>(id));
+  }
+  npy_remaining_ -= count;
+  npy_read_ += count;
+  return true;
+}
+
 bool TextBlocks::read_document() {
   while (file_index_ < files_.size()) {
     const std::string& path = files_[file_index_];
-    if (!in_.is_open()) {
-      in_.clear();
-      in_.open(path);
-      if (!in_) throw std::invalid_argument("data: cannot read file " + path);
-      in_jsonl_ = ends_with(path, ".jsonl") || ends_with(path, ".json");
-      file_started_ = false;
-      line_ = 0;
-    }
+    if (!in_.is_open()) file_open();
     std::string text, line;
     bool got = false;
-    if (in_jsonl_) {
+    if (in_npy_) {
+      if (read_npy_chunk()) return true;
+    } else if (in_jsonl_) {
       while (!got && std::getline(in_, line)) {
         ++line_;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;

@@ -1,5 +1,5 @@
-// TextBlocks: text files streamed through a tokenizer and sliced into fixed blocks of ctx_len
-// tokens (paper Appendix B: every block holds exactly ctx_len real tokens, no padding).
+// TextBlocks: text files streamed through a tokenizer, or pre-tokenised .npy id files, sliced into
+// fixed blocks of ctx_len tokens (paper Appendix B: every block holds exactly ctx_len real tokens).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,9 @@
 namespace linear_ard::train {
 
 // Files ending in .jsonl/.json are read line by line, one document per line from its "text" field;
+// files ending in .npy are pre-tokenised: one 1-D little-endian uint16 or uint32 array (numpy's
+// `np.save(path, ids.astype(np.uint32))`) of ids taken as they are (no BOS/EOS added; documents
+// delimited by the user), every id checked against vocab_size;
 // other files are plain text, read in paragraph-aligned chunks. Each document is encoded with the
 // tokenizer's special tokens (BOS) and ends with EOS when the tokenizer has one; documents are
 // concatenated and cut into blocks, the tail of a pass shorter than a block is dropped.
@@ -22,7 +25,7 @@ class TextBlocks {
   // naming the file when one cannot be read or a JSONL line has no string "text", and when one pass
   // over the data gives fewer than held_out + 1 blocks.
   TextBlocks(std::vector<std::string> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
-             int64_t held_out);
+             int64_t held_out, int64_t vocab_size);
 
   const std::vector<std::vector<int32_t>>& held_out() const { return held_out_; }
   // The next training block; after the last one, starts a new pass over the files.
@@ -31,6 +34,10 @@ class TextBlocks {
   int64_t passes() const { return passes_; }
 
  private:
+  // Opens files_[file_index_]: sets the reading mode, and for .npy checks the header.
+  void file_open();
+  // Appends the next chunk of ids of a .npy file to buffer_; false at its end.
+  bool read_npy_chunk();
   // Appends the next document (or plain-text chunk) of the pass to buffer_; false at its end.
   bool read_document();
   // Starts a pass: first file, empty buffer, held-out blocks skipped.
@@ -42,11 +49,16 @@ class TextBlocks {
   const io::Tokenizer& tokenizer_;
   int64_t ctx_len_;
   int64_t held_out_count_;
+  int64_t vocab_size_;
   std::vector<std::vector<int32_t>> held_out_;
   std::vector<int32_t> buffer_;
   size_t file_index_ = 0;
   std::ifstream in_;
   bool in_jsonl_ = false;
+  bool in_npy_ = false;
+  int npy_width_ = 0;         // bytes per id: 2 or 4
+  int64_t npy_remaining_ = 0; // ids left in the open .npy file
+  int64_t npy_read_ = 0;      // ids read from it (error positions)
   bool file_started_ = false;  // a plain-text file's first chunk gets the special tokens
   int64_t line_ = 0;
   int64_t passes_ = 0;

@@ -1,0 +1,45 @@
+// EvalModel: an HF model folder loaded for evaluation (frozen weights on a device in a dtype, its
+// RoPE tables and tokenizer), and token_scores_compute, the one forward every scorer builds on.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "linear_ard/io/tokenizer.h"
+#include "linear_ard/model/llama_weights.h"
+#include "linear_ard/model/rope.h"
+
+namespace linear_ard::eval {
+
+struct EvalModel {
+  std::string path;
+  std::string device_name;  // "cpu" or "cuda"
+  std::string dtype_name;   // "fp32" or "bf16"
+  torch::Device device = torch::kCPU;
+  torch::ScalarType dtype = torch::kFloat;
+  model::LlamaWeights weights;
+  model::RopeTables rope;
+  model::Overrides overrides;  // always empty: evaluation reads the checkpoint as saved
+  std::unique_ptr<io::Tokenizer> tokenizer;
+};
+
+// Loads `path` (config, weights, tokenizer). device: cpu, cuda or auto (cuda when available);
+// dtype: fp32, bf16 or auto (bf16 on cuda, fp32 on cpu). Throws std::invalid_argument for a bad
+// device/dtype name or a cuda request without a CUDA device.
+EvalModel eval_model_load(const std::string& path, const std::string& device = "auto",
+                          const std::string& dtype = "auto");
+
+// One batched forward of ids [B, n] (int64, right-padded rows are fine: causal attention keeps
+// padding out of earlier positions). Returns, for t < n - 1, log p(ids[b, t+1] | ids[b, :t+1]) in
+// fp32 and whether ids[b, t+1] is the argmax there. The vocabulary projection runs in chunks of
+// positions so no [B, n, vocab] fp32 tensor exists at long context.
+struct TokenScores {
+  torch::Tensor logprob;  // [B, n - 1] fp32, CPU
+  torch::Tensor greedy;   // [B, n - 1] bool, CPU
+};
+TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids);
+
+}  // namespace linear_ard::eval

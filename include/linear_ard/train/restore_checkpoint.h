@@ -1,0 +1,40 @@
+// restore_checkpoint: a restore run's resumable state (trainable tensors, AdamW state, schedule
+// position, data position, RNG), written atomically as <output>/checkpoint-<step>/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "linear_ard/train/trainable_set.h"
+
+namespace linear_ard::train {
+
+struct CheckpointState {
+  int64_t step = 0;             // global optimizer step (stage 2 continues stage 1's count)
+  int64_t stage = 1;            // the stage that step belongs to
+  int64_t stage_step = 0;       // the stage's own step count (its LR schedule position)
+  int64_t blocks_consumed = 0;  // training blocks the stage has read (its data position)
+  int64_t tokens = 0;           // tokens trained so far, all stages
+  double train_s = 0;           // training time so far
+  std::string config_yaml;      // the run's resolved config, to refuse resuming another run
+};
+
+// Writes state.json, trainable.safetensors (fp32), optimizer.pt (libtorch archive) and
+// rng.safetensors (torch's CPU generator) into checkpoint-<step>.tmp, renames it to
+// checkpoint-<step> (a reader sees a whole checkpoint or none) and removes older checkpoints.
+void checkpoint_save(const std::string& output, const CheckpointState& state, const TrainableSet& trainables,
+                     torch::optim::Optimizer& optimizer);
+
+// The newest complete checkpoint folder of `output`, if any; leftover *.tmp folders of an
+// interrupted save are removed.
+std::optional<std::string> checkpoint_latest(const std::string& output);
+
+CheckpointState checkpoint_state_read(const std::string& folder);
+
+// Loads the trainable tensors (in place), the optimizer state and the CPU generator's state.
+void checkpoint_restore(const std::string& folder, TrainableSet& trainables, torch::optim::Optimizer& optimizer);
+
+}  // namespace linear_ard::train

@@ -1,0 +1,55 @@
+// TrainableSet: what a restore run trains on top of the frozen checkpoint (QKV master copies, LoRA
+// adapters, or every tensor), how the student sees it, and how it is saved (merged or as PEFT).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "linear_ard/io/safetensors.h"
+#include "linear_ard/model/llama_weights.h"
+#include "linear_ard/train/restore_config.h"
+
+namespace linear_ard::train {
+
+class TrainableSet {
+ public:
+  // `mode` is config key `trainable`. qkv and full keep fp32 master copies of checkpoint tensors
+  // (q/k/v_proj weights and biases of layers 0..last_layer, or every tensor of `weights`);
+  // lora_qkv / lora_all add fp32 adapters to q,k,v (and o, gate, up, down) of layers 0..last_layer,
+  // A ~ kaiming-uniform(a = sqrt(5)) and B = 0 as PEFT initialises them, from torch's generator.
+  TrainableSet(const std::string& mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
+               const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device);
+
+  // The fp32 leaves the optimizer updates, in a stable order.
+  std::vector<torch::Tensor>& parameters() { return parameters_; }
+  // Their names: checkpoint names for replacements, "<module>.lora_A" / ".lora_B" for adapters.
+  const std::vector<std::string>& names() const { return names_; }
+  int64_t parameter_count() const;
+
+  // The student's view: replacements and adapters cast to `dtype` (differentiable).
+  model::Overrides overrides(torch::ScalarType dtype) const;
+  // The checkpoint with the trained tensors, each in its checkpoint dtype: replacements as they
+  // are, LoRA merged as W + scale * B A (computed in fp32).
+  io::TensorMap merged(const io::TensorMap& checkpoint) const;
+  // Writes adapter_config.json and adapter_model.safetensors as PEFT's save_pretrained does
+  // (keys base_model.model.<module>.lora_A.weight); LoRA modes only.
+  void adapters_save(const std::string& folder, const std::string& base_model) const;
+
+  // Parameters by name (fp32, CPU) for checkpoints; state_load copies them back in place so the
+  // optimizer keeps its references. Throws naming a missing or mis-shaped tensor.
+  io::TensorMap state() const;
+  void state_load(const io::TensorMap& state);
+
+ private:
+  bool lora_ = false;
+  LoraConfig lora_config_;
+  std::vector<std::string> target_modules_;  // LoRA: short module names (q_proj, ...)
+  std::vector<std::string> modules_;         // LoRA: full module names, one per adapter
+  std::vector<std::string> names_;
+  std::vector<torch::Tensor> parameters_;
+};
+
+}  // namespace linear_ard::train

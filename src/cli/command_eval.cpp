@@ -1,0 +1,188 @@
+// `linear-ard eval ppl|tasks|passkey`: perplexity, harness-style tasks and passkey retrieval of a
+// model folder, written as markdown + JSON reports (docs/eval.md).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
+#include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
+#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, text_documents_read
+#include "linear_ard/eval/report.h"       // defines: markdown_table, tasks_report_*, report_write
+#include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
+#include "linear_ard/io/file_atomic.h"    // defines: file_write_atomic
+#include "linear_ard/io/json_file.h"      // defines: json_file_read
+
+namespace linear_ard::cli {
+
+namespace {
+
+struct ModelArgs {
+  std::string model;
+  std::string device = "auto";
+  std::string dtype = "auto";
+  std::string output;  // report stem: <output>.md and <output>.json
+};
+
+void model_args_add(CLI::App* sub, ModelArgs& a) {
+  sub->add_option("MODEL", a.model, "HF model folder")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("--device", a.device, "cpu, cuda or auto")->capture_default_str();
+  sub->add_option("--dtype", a.dtype, "fp32, bf16 or auto (bf16 on cuda, fp32 on cpu)")->capture_default_str();
+  sub->add_option("--output,-o", a.output, "write the report to OUTPUT.md and OUTPUT.json");
+}
+
+void report_emit(const ModelArgs& a, const std::string& markdown, const nlohmann::json& json) {
+  std::cout << markdown;
+  if (!a.output.empty()) eval::report_write(a.output, markdown, json);
+}
+
+void ppl_register(CLI::App& eval) {
+  auto a = std::make_shared<ModelArgs>();
+  auto text = std::make_shared<std::string>();
+  auto lengths = std::make_shared<std::vector<int64_t>>();
+  auto o = std::make_shared<eval::PerplexityOptions>();
+  auto no_bos = std::make_shared<bool>(false);
+  CLI::App* sub = eval.add_subcommand("ppl", "Perplexity on text at given context lengths");
+  model_args_add(sub, *a);
+  sub->add_option("--text", *text, "plain-text file (one document) or .jsonl (\"text\" per line)")
+      ->required()->check(CLI::ExistingFile);
+  sub->add_option("--ctx", *lengths, "context lengths (windows), e.g. --ctx 256 512")->required();
+  sub->add_option("--stride", o->stride, "window stride; 0: disjoint windows")->capture_default_str();
+  sub->add_option("--batch-size", o->batch_size, "windows per forward")->capture_default_str();
+  sub->add_flag("--no-bos", *no_bos, "do not start documents with BOS");
+  sub->callback([a, text, lengths, o, no_bos] {
+    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
+    const auto docs = eval::text_documents_read(*text);
+    o->add_special_tokens = !*no_bos;
+    nlohmann::json rows = nlohmann::json::array();
+    std::vector<std::vector<std::string>> table;
+    for (int64_t ctx : *lengths) {
+      eval::PerplexityOptions opt = *o;
+      opt.ctx_len = ctx;
+      const auto r = eval::perplexity_compute(model, docs, opt);
+      rows.push_back({{"ctx_len", r.ctx_len}, {"stride", r.stride}, {"documents", r.documents},
+                      {"windows", r.windows}, {"tokens", r.tokens}, {"bytes", r.bytes}, {"nll", r.nll},
+                      {"ppl", r.ppl}, {"bits_per_byte", r.bits_per_byte}, {"seconds", r.seconds},
+                      {"tokens_per_s", r.tokens_per_s}});
+      table.push_back({std::to_string(ctx), std::to_string(r.stride), std::to_string(r.tokens),
+                       eval::number_text(r.nll, 3), eval::number_text(r.ppl, 4),
+                       eval::number_text(r.bits_per_byte, 4), eval::number_text(r.tokens_per_s, 0)});
+    }
+    const nlohmann::json json = {{"model", a->model}, {"text", *text}, {"device", model.device_name},
+                                 {"dtype", model.dtype_name}, {"results", rows}};
+    report_emit(*a, eval::markdown_table({"ctx", "stride", "tokens", "NLL", "PPL", "bits/byte", "tok/s"}, table),
+                json);
+  });
+}
+
+void tasks_register(CLI::App& eval) {
+  auto a = std::make_shared<ModelArgs>();
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto o = std::make_shared<eval::TaskOptions>();
+  auto fewshot_file = std::make_shared<std::string>();
+  auto reference = std::make_shared<std::string>();
+  auto avg_metric = std::make_shared<std::string>("acc");
+  auto requests_out = std::make_shared<std::string>();
+  auto no_bos = std::make_shared<bool>(false);
+  CLI::App* sub = eval.add_subcommand("tasks", "lm-evaluation-harness-style tasks from JSONL files");
+  model_args_add(sub, *a);
+  sub->add_option("--tasks", *files, "task files (schema: docs/eval.md)")->required()->check(CLI::ExistingFile);
+  sub->add_option("--num-fewshot", o->num_fewshot, "few-shot examples per prompt")->capture_default_str();
+  sub->add_option("--fewshot-file", *fewshot_file,
+                  "take the few-shot examples in order from this task file (default: random docs of "
+                  "the task itself)")->check(CLI::ExistingFile);
+  sub->add_option("--seed", o->seed, "few-shot sampling seed")->capture_default_str();
+  sub->add_option("--target-delimiter", o->target_delimiter)->capture_default_str();
+  sub->add_option("--fewshot-delimiter", o->fewshot_delimiter)->capture_default_str();
+  sub->add_option("--batch-size", o->batch_size, "requests per forward")->capture_default_str();
+  sub->add_option("--max-length", o->max_length, "left-truncate requests to this; 0: the model's max positions")
+      ->capture_default_str();
+  sub->add_option("--limit", o->limit, "evaluate only the first N docs of each task")->capture_default_str();
+  sub->add_option("--avg-metric", *avg_metric, "acc or acc_norm: the per-task number in the table")
+      ->capture_default_str();
+  sub->add_option("--reference", *reference, "JSON report of the reference (native) model: adds Rec.")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--write-requests", *requests_out, "write every request and its score as JSONL");
+  sub->add_flag("--no-bos", *no_bos, "do not start contexts with BOS");
+  sub->callback([=] {
+    o->add_special_tokens = !*no_bos;
+    // Task files are read and checked before the model is loaded: a bad line fails fast.
+    std::vector<eval::TaskFile> tasks;
+    for (const auto& f : *files) tasks.push_back(eval::task_file_read(f));
+    std::optional<eval::TaskFile> fewshot;
+    if (!fewshot_file->empty()) fewshot = eval::task_file_read(*fewshot_file);
+    o->fewshot_source = fewshot ? &*fewshot : nullptr;
+    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
+    std::vector<eval::TaskResult> results;
+    nlohmann::json all_requests = nlohmann::json::array();
+    for (const auto& t : tasks) {
+      std::vector<eval::TaskRequestText> requests;
+      results.push_back(eval::task_evaluate(model, t, *o, &requests));
+      for (const auto& r : requests)
+        all_requests.push_back({{"task", t.name}, {"line", r.line}, {"context", r.context},
+                                {"continuation", r.continuation}, {"logprob", r.logprob}, {"greedy", r.greedy}});
+    }
+    nlohmann::json json = eval::tasks_report_json(results, *avg_metric);
+    json["model"] = a->model;
+    json["device"] = model.device_name;
+    json["dtype"] = model.dtype_name;
+    json["num_fewshot"] = o->num_fewshot;
+    std::optional<nlohmann::json> ref;
+    if (!reference->empty()) ref = io::json_file_read(*reference);
+    if (ref) json["recovery"] = 100 * json["avg"].get<double>() / ref->at("avg").get<double>();
+    if (!requests_out->empty()) {
+      std::string lines;
+      for (const auto& r : all_requests) lines += r.dump() + "\n";
+      io::file_write_atomic(*requests_out, lines);
+    }
+    report_emit(*a, eval::tasks_report_markdown({a->model}, {json}, ref), json);
+  });
+}
+
+void passkey_register(CLI::App& eval) {
+  auto a = std::make_shared<ModelArgs>();
+  auto o = std::make_shared<eval::PasskeyOptions>();
+  CLI::App* sub = eval.add_subcommand("passkey", "Passkey retrieval at chosen lengths, greedy decoding");
+  model_args_add(sub, *a);
+  sub->add_option("--lengths", o->lengths, "prompt lengths in tokens")->required();
+  sub->add_option("--depths", o->depths, "passkey depths in [0, 1]")->capture_default_str();
+  sub->add_option("--samples", o->samples, "prompts per length and depth")->capture_default_str();
+  sub->add_option("--seed", o->seed)->capture_default_str();
+  sub->add_option("--max-new-tokens", o->max_new_tokens)->capture_default_str();
+  sub->callback([a, o] {
+    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
+    const auto r = eval::passkey_evaluate(model, *o);
+    nlohmann::json rows = nlohmann::json::array();
+    std::vector<std::vector<std::string>> table;
+    for (const auto& row : r.rows) {
+      nlohmann::json prompts = nlohmann::json::array();
+      for (const auto& p : row.prompts)
+        prompts.push_back({{"text", p.text}, {"passkey", p.passkey}, {"tokens", p.tokens}});
+      rows.push_back({{"length", row.length}, {"depth", row.depth}, {"samples", row.samples},
+                      {"accuracy", row.accuracy}, {"outputs", row.outputs}, {"output_ids", row.output_ids},
+                      {"prompts", prompts}});
+      table.push_back({std::to_string(row.length), eval::number_text(row.depth, 2),
+                       std::to_string(row.samples), eval::number_text(100 * row.accuracy, 1)});
+    }
+    const nlohmann::json json = {{"model", a->model}, {"device", model.device_name},
+                                 {"dtype", model.dtype_name}, {"tokens_per_s", r.tokens_per_s}, {"rows", rows}};
+    report_emit(*a, eval::markdown_table({"length", "depth", "samples", "accuracy %"}, table), json);
+  });
+}
+
+}  // namespace
+
+void command_eval_register(CLI::App& app) {
+  CLI::App* eval = app.add_subcommand("eval", "Evaluate a model: perplexity, tasks, passkey");
+  eval->require_subcommand(1);
+  ppl_register(*eval);
+  tasks_register(*eval);
+  passkey_register(*eval);
+}
+
+}  // namespace linear_ard::cli

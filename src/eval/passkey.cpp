@@ -1,0 +1,110 @@
+// Passkey prompts, scoring and the evaluation loop.
+#include "linear_ard/eval/passkey.h"
+
+#include <chrono>
+#include <random>
+#include <stdexcept>
+
+#include "linear_ard/eval/score.h"       // defines: mean_of
+#include "linear_ard/model/generate.h"   // defines: model_generate_greedy
+
+namespace linear_ard::eval {
+
+namespace {
+
+constexpr const char* passkey_intro =
+    "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. "
+    "I will quiz you about the important information there.";
+constexpr const char* passkey_filler =
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+constexpr const char* passkey_question = "What is the pass key? The pass key is";
+
+std::string passkey_text(int64_t filler_count, double depth, const std::string& key) {
+  const auto before = static_cast<int64_t>(static_cast<double>(filler_count) * depth + 0.5);
+  const auto repeat = [](int64_t n) {
+    std::string s;
+    for (int64_t i = 0; i < n; ++i) s += (i ? " " : "") + std::string(passkey_filler);
+    return s;
+  };
+  return std::string(passkey_intro) + "\n" + repeat(before) + "\nThe pass key is " + key +
+         ". Remember it. " + key + " is the pass key.\n" + repeat(filler_count - before) + "\n" +
+         passkey_question;
+}
+
+}  // namespace
+
+PasskeyPrompt passkey_prompt_make(const io::Tokenizer& tokenizer, int64_t target_tokens, double depth,
+                                  uint64_t seed) {
+  if (depth < 0 || depth > 1) throw std::invalid_argument("passkey depth must be in [0, 1]");
+  std::mt19937_64 rng(seed);
+  PasskeyPrompt p;
+  p.passkey = std::to_string(std::uniform_int_distribution<int>(1, 50000)(rng));
+  p.depth = depth;
+  const auto count = [&](int64_t n) {
+    return static_cast<int64_t>(tokenizer.encode(passkey_text(n, depth, p.passkey), true).size());
+  };
+  const int64_t empty = count(0);
+  if (empty > target_tokens)
+    throw std::invalid_argument("passkey length " + std::to_string(target_tokens) +
+                                " is shorter than the prompt without filler (" + std::to_string(empty) +
+                                " tokens)");
+  // Filler is periodic, so its tokens grow linearly: estimate from one step, then walk to the
+  // largest count that fits.
+  const int64_t per = std::max<int64_t>(1, count(1) - empty);
+  int64_t n = (target_tokens - empty) / per;
+  while (n > 0 && count(n) > target_tokens) --n;
+  while (count(n + 1) <= target_tokens) ++n;
+  p.text = passkey_text(n, depth, p.passkey);
+  p.tokens = count(n);
+  return p;
+}
+
+double passkey_score(const std::string& generated, const std::string& passkey) {
+  const size_t start = generated.find_first_of("0123456789");
+  if (start == std::string::npos) return 0;
+  const size_t end = generated.find_first_not_of("0123456789", start);
+  return generated.substr(start, end - start) == passkey ? 1 : 0;
+}
+
+PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& options) {
+  PasskeyResult result;
+  model::GenerateOptions gen;
+  gen.max_new_tokens = options.max_new_tokens;
+  if (model.tokenizer->eos_id() >= 0) gen.eos_token_ids = {model.tokenizer->eos_id()};
+  int64_t tokens = 0;
+  double seconds = 0;
+  uint64_t seed = options.seed;
+  for (int64_t length : options.lengths) {
+    for (double depth : options.depths) {
+      PasskeyRow row;
+      row.length = length;
+      row.depth = depth;
+      std::vector<double> scores;
+      for (int64_t s = 0; s < options.samples; ++s) {
+        const PasskeyPrompt p = passkey_prompt_make(*model.tokenizer, length, depth, seed++);
+        const auto ids = model.tokenizer->encode(p.text, true);
+        const auto prompt = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong)
+                                .unsqueeze(0)
+                                .to(model.device);
+        const auto start = std::chrono::steady_clock::now();
+        const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        tokens += out.size(1);
+        const auto gen_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
+        std::vector<int32_t> new_ids(gen_ids.data_ptr<int64_t>(), gen_ids.data_ptr<int64_t>() + gen_ids.numel());
+        const std::string text = model.tokenizer->decode(new_ids, /*skip_special_tokens=*/true);
+        scores.push_back(passkey_score(text, p.passkey));
+        row.outputs.push_back(text);
+        row.prompts.push_back(p);
+        row.output_ids.push_back(new_ids);
+      }
+      row.samples = options.samples;
+      row.accuracy = mean_of(scores);
+      result.rows.push_back(std::move(row));
+    }
+  }
+  result.tokens_per_s = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+  return result;
+}
+
+}  // namespace linear_ard::eval

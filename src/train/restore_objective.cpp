@@ -1,0 +1,114 @@
+// restore_objective: relation distillation (+ ablations), LM loss and hidden-state cosine losses.
+#include "linear_ard/train/restore_objective.h"
+
+#include "linear_ard/model/llama_model.h"  // defines: model_forward
+#include "linear_ard/ops/relation_kl.h"     // defines: relation_kl, relation_kl_row_mean
+
+namespace linear_ard::train {
+
+ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids) {
+  const bool logits = ctx.objective.logit_kl > 0;
+  model::ForwardOptions options;
+  options.capture_qkv_layers = ctx.layers;
+  // Nothing after the last distilled layer's QKV matters unless the logits are distilled too.
+  if (!logits) options.stop_after_qkv_layer = ctx.layers.back();
+  options.compute_logits = logits;
+  model::ModelOutputs t;
+  {
+    torch::NoGradGuard no_grad;
+    t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
+  }
+  options.checkpoint_layers = ctx.checkpoint_layers;
+  const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+
+  const bool attention = ctx.objective.relations == "attention";
+  ops::RelationLossOptions rel = ctx.loss_options;
+  if (attention) rel.lambda_q = rel.lambda_k = 0;  // Q/Q and K/K give way to the attention map
+  torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kFloat).device(ids.device()));
+  torch::Tensor per = torch::zeros({3}, torch::kDouble);
+  double attention_sum = 0;
+  for (int64_t l : ctx.layers) {
+    const model::LayerQkv& tq = t.qkv.at(l);
+    const model::LayerQkv& sq = s.qkv.at(l);
+    if (rel.lambda_q + rel.lambda_k + rel.lambda_v > 0) {
+      const ops::RelationLoss loss = ops::relation_loss({sq.q, sq.k, sq.v}, {tq.q, tq.k, tq.v}, rel);
+      total = total + loss.total.to(torch::kFloat);
+      per += loss.relation_losses.detach().to(torch::kCPU, torch::kDouble);
+    }
+    if (attention && ctx.loss_options.lambda_q > 0) {
+      const auto kl = std::get<0>(ops::relation_kl(sq.q, sq.k, tq.q, tq.k, rel.key_mask, /*causal=*/true));
+      const auto a = ops::relation_kl_row_mean(kl, rel.key_mask).to(torch::kFloat);
+      total = total + ctx.loss_options.lambda_q * a;
+      attention_sum += a.item<double>();
+    }
+  }
+  const double n_layers = static_cast<double>(ctx.layers.size());
+  total = total / n_layers;
+  ObjectiveLoss out;
+  if (attention) {
+    out.parts["loss_attention"] = attention_sum / n_layers;
+  } else {
+    out.parts["loss_q"] = per[0].item<double>() / n_layers;
+    out.parts["loss_k"] = per[1].item<double>() / n_layers;
+  }
+  out.parts["loss_v"] = per[2].item<double>() / n_layers;
+
+  if (logits) {
+    const int64_t n = ids.size(1);
+    const int64_t k = ctx.objective.last_k_positions > 0 ? std::min(ctx.objective.last_k_positions, n) : n;
+    const double temp = ctx.objective.temperature;
+    const auto log_pt = torch::log_softmax(t.logits.narrow(1, n - k, k).to(torch::kFloat) / temp, -1);
+    const auto log_ps = torch::log_softmax(s.logits.narrow(1, n - k, k).to(torch::kFloat) / temp, -1);
+    const auto kl = (log_pt.exp() * (log_pt - log_ps)).sum(-1).mean();
+    out.parts["loss_logit_kl"] = kl.item<double>();
+    total = total + ctx.objective.logit_kl * kl;
+  }
+  out.total = total;
+  return out;
+}
+
+ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids) {
+  model::ForwardOptions options;
+  options.checkpoint_layers = ctx.checkpoint_layers;
+  const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+  const int64_t n = ids.size(1);
+  const auto logits = s.logits.narrow(1, 0, n - 1).to(torch::kFloat);
+  const auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                                         ids.narrow(1, 1, n - 1).reshape({-1}));
+  ObjectiveLoss out;
+  out.parts["loss_lm"] = loss.item<double>();
+  out.total = loss;
+  return out;
+}
+
+ObjectiveLoss objective_longred(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids) {
+  model::ForwardOptions options;
+  options.output_hidden_states = true;
+  options.compute_logits = false;
+  model::ModelOutputs t;
+  {
+    torch::NoGradGuard no_grad;
+    t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
+  }
+  options.checkpoint_layers = ctx.checkpoint_layers;
+  if (ctx.longred_max_skip > 1) {
+    const int64_t skip = torch::randint(1, ctx.longred_max_skip + 1, {1}, torch::kLong).item<int64_t>();
+    options.position_ids = (torch::arange(ids.size(1), torch::kLong) * skip).unsqueeze(0).to(ids.device());
+  }
+  const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+  torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kFloat).device(ids.device()));
+  for (int64_t l : ctx.layers) {
+    const auto ht = t.hidden_states.at(l + 1).to(torch::kFloat);
+    const auto hs = s.hidden_states.at(l + 1).to(torch::kFloat);
+    total = total + (1 - torch::nn::functional::cosine_similarity(
+                             hs, ht, torch::nn::functional::CosineSimilarityFuncOptions().dim(-1)))
+                        .mean();
+  }
+  total = total / static_cast<double>(ctx.layers.size());
+  ObjectiveLoss out;
+  out.parts["loss_hidden_cos"] = total.item<double>();
+  out.total = total;
+  return out;
+}
+
+}  // namespace linear_ard::train

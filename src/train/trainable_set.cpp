@@ -1,0 +1,138 @@
+// trainable_set: QKV / LoRA / full trainable tensors, the student's overrides, merged and PEFT saves.
+#include "linear_ard/train/trainable_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "linear_ard/io/json_file.h"  // defines: json_file_write
+
+namespace linear_ard::train {
+
+TrainableSet::TrainableSet(const std::string& mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
+                           const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device)
+    : lora_config_(lora) {
+  const auto master = [&](const std::string& name) {
+    names_.push_back(name);
+    parameters_.push_back(checkpoint.at(name).to(device, torch::kFloat).clone().set_requires_grad(true));
+  };
+  if (mode == "full") {
+    for (const auto& [name, t] : weights.tensors) master(name);
+    return;
+  }
+  if (mode == "qkv") {
+    for (int64_t l = 0; l <= last_layer; ++l)
+      for (const char* proj : {"q_proj", "k_proj", "v_proj"})
+        for (const char* part : {"weight", "bias"}) {
+          const std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj + "." + part;
+          if (checkpoint.count(name)) master(name);
+        }
+    return;
+  }
+  lora_ = true;
+  target_modules_ = {"q_proj", "k_proj", "v_proj"};
+  if (mode == "lora_all") target_modules_ = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  for (int64_t l = 0; l <= last_layer; ++l) {
+    for (const auto& proj : target_modules_) {
+      const bool mlp = proj == "gate_proj" || proj == "up_proj" || proj == "down_proj";
+      const std::string module = "model.layers." + std::to_string(l) + (mlp ? ".mlp." : ".self_attn.") + proj;
+      const torch::Tensor& w = checkpoint.at(module + ".weight");
+      const int64_t out = w.size(0), in = w.size(1);
+      // kaiming_uniform_(a=sqrt(5)) on [r, in]: bound = 1 / sqrt(in).
+      const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+      auto a = torch::rand({lora.rank, in}, torch::kFloat).mul_(2 * bound).sub_(bound).to(device);
+      auto b = torch::zeros({out, lora.rank}, torch::TensorOptions(torch::kFloat).device(device));
+      modules_.push_back(module);
+      names_.push_back(module + ".lora_A");
+      parameters_.push_back(a.set_requires_grad(true));
+      names_.push_back(module + ".lora_B");
+      parameters_.push_back(b.set_requires_grad(true));
+    }
+  }
+}
+
+int64_t TrainableSet::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : parameters_) n += p.numel();
+  return n;
+}
+
+model::Overrides TrainableSet::overrides(torch::ScalarType dtype) const {
+  model::Overrides o;
+  if (!lora_) {
+    for (size_t i = 0; i < names_.size(); ++i) o.replace[names_[i]] = parameters_[i].to(dtype);
+    return o;
+  }
+  const double scale = lora_config_.alpha / static_cast<double>(lora_config_.rank);
+  for (size_t m = 0; m < modules_.size(); ++m)
+    o.lora[modules_[m]] = model::LoraAdapter{parameters_[2 * m].to(dtype), parameters_[2 * m + 1].to(dtype), scale};
+  return o;
+}
+
+io::TensorMap TrainableSet::merged(const io::TensorMap& checkpoint) const {
+  torch::NoGradGuard no_grad;
+  io::TensorMap out = checkpoint;
+  if (!lora_) {
+    for (size_t i = 0; i < names_.size(); ++i)
+      out[names_[i]] = parameters_[i].detach().to(torch::kCPU, checkpoint.at(names_[i]).scalar_type()).contiguous();
+    // A tied checkpoint that still stores lm_head.weight must keep it equal to the trained embedding.
+    if (out.count("lm_head.weight") && out.count("model.embed_tokens.weight") &&
+        std::find(names_.begin(), names_.end(), "lm_head.weight") == names_.end() &&
+        std::find(names_.begin(), names_.end(), "model.embed_tokens.weight") != names_.end())
+      out["lm_head.weight"] = out["model.embed_tokens.weight"];
+    return out;
+  }
+  const double scale = lora_config_.alpha / static_cast<double>(lora_config_.rank);
+  for (size_t m = 0; m < modules_.size(); ++m) {
+    const std::string name = modules_[m] + ".weight";
+    const torch::Tensor& w = checkpoint.at(name);
+    const auto a = parameters_[2 * m].detach().to(torch::kCPU);
+    const auto b = parameters_[2 * m + 1].detach().to(torch::kCPU);
+    out[name] = (w.to(torch::kFloat) + scale * torch::matmul(b, a)).to(w.scalar_type()).contiguous();
+  }
+  return out;
+}
+
+void TrainableSet::adapters_save(const std::string& folder, const std::string& base_model) const {
+  if (!lora_) throw std::logic_error("adapters_save: no LoRA adapters");
+  io::TensorMap tensors;
+  for (size_t m = 0; m < modules_.size(); ++m) {
+    tensors["base_model.model." + modules_[m] + ".lora_A.weight"] = parameters_[2 * m].detach().to(torch::kCPU);
+    tensors["base_model.model." + modules_[m] + ".lora_B.weight"] = parameters_[2 * m + 1].detach().to(torch::kCPU);
+  }
+  io::safetensors_save(folder + "/adapter_model.safetensors", tensors);
+  io::json_file_write(folder + "/adapter_config.json",
+                      {{"peft_type", "LORA"},
+                       {"task_type", "CAUSAL_LM"},
+                       {"base_model_name_or_path", base_model},
+                       {"r", lora_config_.rank},
+                       {"lora_alpha", lora_config_.alpha},
+                       {"lora_dropout", 0.0},
+                       {"target_modules", target_modules_},
+                       {"bias", "none"},
+                       {"fan_in_fan_out", false},
+                       {"inference_mode", true},
+                       {"init_lora_weights", true},
+                       {"use_rslora", false},
+                       {"use_dora", false},
+                       {"modules_to_save", nullptr}});
+}
+
+io::TensorMap TrainableSet::state() const {
+  io::TensorMap out;
+  for (size_t i = 0; i < names_.size(); ++i) out[names_[i]] = parameters_[i].detach().to(torch::kCPU);
+  return out;
+}
+
+void TrainableSet::state_load(const io::TensorMap& state) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const auto it = state.find(names_[i]);
+    if (it == state.end()) throw std::runtime_error("checkpoint has no trainable tensor " + names_[i]);
+    if (!it->second.sizes().equals(parameters_[i].sizes()))
+      throw std::runtime_error("checkpoint tensor " + names_[i] + " has another shape than the run's");
+    parameters_[i].copy_(it->second);
+  }
+}
+
+}  // namespace linear_ard::train
