@@ -14,7 +14,9 @@ than near-uniform, as in a trained model (otherwise every relation KL would be ~
 
 import argparse
 import json
+import math
 import random
+import time
 from pathlib import Path
 
 import torch
@@ -36,10 +38,12 @@ def repo_paragraphs():
     return paragraphs
 
 
-def text_generate(paragraphs, count, seed):
+def text_generate(paragraphs, count, seed, repeat=False):
     """`count` paragraphs sampled from a word-bigram model of `paragraphs`: unlimited text with the
     docs' vocabulary and local statistics, repetitive enough that a tiny student's updates carry
-    over from training blocks to the held-out one."""
+    over from training blocks to the held-out one. With `repeat`, each paragraph also ends with a
+    verbatim copy of one of its own earlier spans (8-30 words), a copy pattern that a small model
+    learns quickly and that needs fine relative positions (previous-token / induction heads)."""
     rng = random.Random(seed)
     follow = {}
     for p in paragraphs:
@@ -54,6 +58,10 @@ def text_generate(paragraphs, count, seed):
         for _ in range(rng.randint(30, 120)):
             w = rng.choice(follow.get(w) or starts)
             words.append(w)
+        if repeat:
+            n = rng.randint(8, min(30, len(words)))
+            i = rng.randint(0, len(words) - n)
+            words += words[i:i + n]
         out.append(" ".join(words))
     return out
 
@@ -98,6 +106,48 @@ def teacher_make(out_dir, texts, *, hidden=128, intermediate=256, layers=4, head
     return out_dir
 
 
+def teacher_pretrain(out_dir, texts, steps, *, ctx_len=256, batch_size=8, lr=2e-3, warmup=30,
+                     seed=0, threads=2, log_every=50):
+    """Pretrains the teacher saved in out_dir in place: AdamW, next-token loss on `texts` tokenised
+    as linear-ard does (BOS per document, EOS after it, concatenated, cut into ctx_len blocks),
+    cosine schedule, deterministic for a given seed. The first block is left out, as it is the
+    block `linear-ard restore` holds out for evaluation. Returns the final mean training loss."""
+    out_dir = Path(out_dir)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    tok = Tokenizer.from_file(str(out_dir / "tokenizer.json"))
+    eos = tok.token_to_id(EOS)
+    ids = []
+    for enc in tok.encode_batch(texts):
+        ids += enc.ids + [eos]
+    n_blocks = len(ids) // ctx_len
+    blocks = torch.tensor(ids[:n_blocks * ctx_len]).view(n_blocks, ctx_len)[1:]
+    model = transformers.LlamaForCausalLM.from_pretrained(str(out_dir), torch_dtype=torch.float32)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) * (
+        0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, s / max(1, steps))))))
+    gen = torch.Generator().manual_seed(seed)
+    start, running = time.time(), []
+    for step in range(1, steps + 1):
+        batch = blocks[torch.randint(len(blocks), (batch_size,), generator=gen)]
+        loss = model(input_ids=batch, labels=batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        running.append(loss.item())
+        if step % log_every == 0 or step == steps:
+            mean = sum(running) / len(running)
+            print(f"make_demo_teacher: pretrain step {step}/{steps} loss {mean:.3f} "
+                  f"({time.time() - start:.0f} s)", flush=True)
+            running = []
+    model.eval()
+    model.save_pretrained(str(out_dir))
+    return mean
+
+
 def data_write(path, texts):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,12 +162,29 @@ def main():
     ap.add_argument("--data", help="also write the training text here as JSONL")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--paragraphs", type=int, default=2000, help="generated paragraphs of text")
+    ap.add_argument("--pretrain-steps", type=int, default=0,
+                    help="pretrain the teacher for this many AdamW steps (0: keep random weights); "
+                         "also makes every paragraph end with a copy of one of its own spans")
+    ap.add_argument("--pretrain-batch", type=int, default=8, help="blocks of 256 tokens per step")
+    ap.add_argument("--pretrain-lr", type=float, default=2e-3)
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads for pretraining")
     args = ap.parse_args()
-    texts = text_generate(repo_paragraphs(), args.paragraphs, args.seed)
+    pretrain = args.pretrain_steps > 0
+    texts = text_generate(repo_paragraphs(), args.paragraphs, args.seed, repeat=pretrain)
     teacher_make(args.out_dir, texts, seed=args.seed)
+    loss = None
+    if pretrain:
+        loss = teacher_pretrain(args.out_dir, texts, args.pretrain_steps, batch_size=args.pretrain_batch,
+                                lr=args.pretrain_lr, seed=args.seed, threads=args.threads)
     if args.data:
         data_write(args.data, texts)
-    print(f"make_demo_teacher: wrote {args.out_dir} ({len(texts)} generated paragraphs)")
+    # Marker read by scripts/demo.sh, so that a teacher built with other settings is rebuilt.
+    (Path(args.out_dir) / "demo_teacher.json").write_text(json.dumps(
+        {"seed": args.seed, "paragraphs": args.paragraphs, "repeat_spans": pretrain,
+         "pretrain_steps": args.pretrain_steps, "pretrain_batch": args.pretrain_batch,
+         "pretrain_lr": args.pretrain_lr, "final_train_loss": loss}, indent=2) + "\n")
+    print(f"make_demo_teacher: wrote {args.out_dir} ({len(texts)} generated paragraphs, "
+          f"{args.pretrain_steps} pretraining steps)")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 
 namespace linear_ard::model {
 
-// weight * (x / sqrt(mean(x^2) + eps)), the statistic in fp32 whatever x's dtype (HF LlamaRMSNorm).
+// weight * (x / sqrt(mean(x^2) + eps)), the statistic in fp32 whatever x's dtype (HF LlamaRMSNorm),
+// except fp64 inputs, which keep fp64 (checks only).
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 }  // namespace linear_ard::model
