@@ -21,7 +21,7 @@ cli="$build_dir/src/cli/linear-ard"
 # The teacher is pretrained for a few seconds (a random one shows the pipeline, not restoration).
 # It is cached in build/demo; its marker must record these settings, else (e.g. a random teacher
 # from an older demo) it is rebuilt.
-pretrain_steps=200 pretrain_batch=4 pretrain_lr=0.003
+pretrain_steps=1000 pretrain_batch=4 pretrain_lr=0.003
 if ! "$LINEAR_ARD_PYTHON" - "$pretrain_steps" "$pretrain_batch" "$pretrain_lr" <<'PY'
 import json, sys
 from pathlib import Path
