@@ -23,8 +23,15 @@ summary=()
 step() { summary+=("$(printf '%-34s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || echo FAILED)")"); [[ $2 -eq 0 ]] || status=1; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
-# Header-only libraries carried from the CI-like machine (scripts/device_deps.sh), where missing.
-[[ -d "$root/.devdeps" ]] && export CMAKE_PREFIX_PATH="$root/.devdeps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+# Libraries carried from the CI-like machine (scripts/device_deps.sh): header-only ones as they are,
+# PCRE2 / yaml-cpp / SentencePiece built here from Debian's source tarballs, once.
+if [[ -d "$root/.devdeps" ]]; then
+  export CMAKE_PREFIX_PATH="$root/.devdeps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  if [[ -d "$root/.devdeps/src" ]]; then
+    prefix="$("$root/scripts/device_deps_build.sh")" || { echo "device dependencies failed to build"; exit 1; }
+    export CMAKE_PREFIX_PATH="$prefix:$CMAKE_PREFIX_PATH"
+  fi
+fi
 # No GoogleTest there: LINEAR_ARD_BUILD_TESTS stays on for the tools the Python checks drive.
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
