@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The README's main command: restores a PI x8 RoPE-scaled copy of the bundled tiny teacher with
-# LinearARD stage 1 and shows what changed. On a fresh Debian 12 machine it installs what is needed
-# (scripts/setup.sh), builds only the `linear-ard` binary, creates the teacher if absent
-# (scripts/make_demo_teacher.py, pretrained for ~1-2 min on CPU, see docs/restore.md), runs
-#   linear-ard restore configs/demo_cpu.yaml
-# (a GPU is used when present), inspects the result and prints the held-out metrics before/after.
+# The README's main command: restores a PI x8 RoPE-scaled copy of the bundled demo model
+# (models/demo: a tiny LLaMA-architecture model pretrained by `linear-ard pretrain`, native context
+# 256, see docs/pretrain.md) with LinearARD stage 1 on the bundled KJV sample (data/demo), then
+# compares the native, the scaled-but-unrestored and the restored model: short-context perplexity
+# on held-out text (data/demo/heldout.jsonl) and passkey retrieval at the scaled length (2048).
+# On a fresh Debian 12 machine it installs what is needed (scripts/setup.sh) and builds only the
+# `linear-ard` binary; a GPU is used when present.
 #   scripts/demo.sh                      BUILD_DIR=build-x scripts/demo.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,45 +19,43 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$LIN
 cmake --build "$build_dir" -j "$(nproc)" --target linear_ard_cli
 cli="$build_dir/src/cli/linear-ard"
 
-# The teacher is pretrained for a few seconds (a random one shows the pipeline, not restoration).
-# It is cached in build/demo; its marker must record these settings, else (e.g. a random teacher
-# from an older demo) it is rebuilt.
-pretrain_steps=1000 pretrain_batch=4 pretrain_lr=0.003
-if ! "$LINEAR_ARD_PYTHON" - "$pretrain_steps" "$pretrain_batch" "$pretrain_lr" <<'PY'
-import json, sys
-from pathlib import Path
-t = Path("build/demo/teacher")
-try:
-    m = json.loads((t / "demo_teacher.json").read_text())
-    ok = ((t / "config.json").is_file() and (t / "model.safetensors").is_file()
-          and Path("build/demo/data.jsonl").is_file()
-          and m.get("pretrain_steps") == int(sys.argv[1]) and m.get("pretrain_batch") == int(sys.argv[2])
-          and m.get("pretrain_lr") == float(sys.argv[3]))
-except (OSError, ValueError):
-    ok = False
-sys.exit(0 if ok else 1)
-PY
-then
-  echo "demo: building and pretraining the demo teacher in build/demo (cached for later runs)"
-  rm -rf build/demo/teacher build/demo/data.jsonl
-  tstart=$(date +%s)
-  "$LINEAR_ARD_PYTHON" scripts/make_demo_teacher.py build/demo/teacher --data build/demo/data.jsonl \
-    --pretrain-steps "$pretrain_steps" --pretrain-batch "$pretrain_batch" --pretrain-lr "$pretrain_lr"
-  echo "demo: teacher took $(( $(date +%s) - tstart )) s"
-fi
-
 start=$(date +%s)
+"$cli" inspect models/demo
 "$cli" restore configs/demo_cpu.yaml
 echo "demo: restore took $(( $(date +%s) - start )) s"
-"$cli" inspect build/demo/restored/model
+
+# The scaled, unrestored model: the restored folder's config.json (PI x8) over the native weights.
+out=build/demo
+rm -rf "$out/scaled"
+mkdir -p "$out/scaled" "$out/eval"
+cp models/demo/* "$out/scaled/"
+cp "$out/restored/model/config.json" "$out/scaled/config.json"
+
+# Passkey prompts of 2040 tokens + 8 generated = the scaled context (8 x 256); the native model is
+# also asked at its own length (248 + 8 = 256) for reference.
+for m in native scaled restored; do
+  case $m in native) dir=models/demo ;; scaled) dir=$out/scaled ;; restored) dir=$out/restored/model ;; esac
+  "$cli" eval ppl "$dir" --text data/demo/heldout.jsonl --ctx 256 -o "$out/eval/ppl_$m" >/dev/null
+  "$cli" eval passkey "$dir" --lengths 2040 --samples 2 --max-new-tokens 8 -o "$out/eval/passkey_$m" >/dev/null
+done
+"$cli" eval passkey models/demo --lengths 248 --samples 2 --max-new-tokens 8 -o "$out/eval/passkey_native_256" >/dev/null
+echo "demo: restore + evaluation took $(( $(date +%s) - start )) s"
+
 "$LINEAR_ARD_PYTHON" - <<'PY'
 import json
-s = json.load(open("build/demo/restored/training_summary.json"))
+out = "build/demo"
+s = json.load(open(f"{out}/restored/training_summary.json"))
 b, a = s["eval_before"], s["eval_after"]
-print(f"demo: {s['tokens_trained']} tokens (N_tok = L*B*A*U*G = {s['token_budget']['tokens']}), "
-      f"{s['train_time_s']:.1f} s of training on {s['device']} ({s['mean_tokens_per_s']:.0f} tok/s)")
-print("demo: held-out block     before    after")
-for key, name in (("relation_loss", "relation loss (optimised)"), ("logit_kl", "logit KL (monitored)"),
-                  ("attention_kl", "attention KL (monitored)")):
-    print(f"demo: {name:26s} {b[key]:.4f} -> {a[key]:.4f}")
+print(f"demo: restored with {s['tokens_trained']} tokens in {s['train_time_s']:.1f} s on {s['device']}; "
+      f"held-out relation loss {b['relation_loss']:.3f} -> {a['relation_loss']:.3f}, "
+      f"logit KL {b['logit_kl']:.3f} -> {a['logit_kl']:.3f}")
+def acc(name):
+    rows = json.load(open(f"{out}/eval/{name}.json"))["rows"]
+    return 100 * sum(r["accuracy"] * r["samples"] for r in rows) / sum(r["samples"] for r in rows)
+print("demo: data/demo/heldout.jsonl (KJV chapters held out of pretraining), PI x8 = 2048 positions")
+print(f"demo: {'model':28s} {'PPL @ 256':>10s} {'passkey @ 2048':>15s}")
+for m, label in (("native", "native (RoPE of 256)"), ("scaled", "PI x8, not restored"), ("restored", "PI x8, restored (LinearARD)")):
+    ppl = json.load(open(f"{out}/eval/ppl_{m}.json"))["results"][0]["ppl"]
+    print(f"demo: {label:28s} {ppl:10.2f} {acc('passkey_' + m):14.0f}%")
+print(f"demo: native model's passkey accuracy at its own 256: {acc('passkey_native_256'):.0f}%")
 PY

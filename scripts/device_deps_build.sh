@@ -8,7 +8,7 @@ dd="$root/.devdeps"
 prefix="$dd/prefix"
 [[ -d "$dd/src" ]] || { echo "device_deps_build: $dd/src missing: run scripts/device_deps.sh here first" >&2; exit 1; }
 # What was built, and on which system (a prefix built on another OS is never reused).
-stamp="$(cd "$dd/src" && ls | sort | tr '\n' ' ')$(. /etc/os-release && echo "$ID-$VERSION_ID") $(ldd --version | head -1)"
+stamp="$(cd "$dd/src" && ls | sort | tr '\n' ' ')$(. /etc/os-release && echo "$ID-$VERSION_ID") $(ldd --version 2>&1 | sed -n 1p)"
 if [[ -f "$prefix/.built" && "$(cat "$prefix/.built")" == "$stamp" ]]; then echo "$prefix"; exit 0; fi
 work="$dd/work"
 rm -rf "$work" "$prefix" && mkdir -p "$work" "$prefix"
@@ -19,7 +19,8 @@ build_one() {
   local dir="$work/$(basename "$tarball" | sed 's/\.orig\.tar\..*//; s/\.tar\..*//')"
   mkdir -p "$dir" && tar xf "$dd/src/$tarball" -C "$dir" --strip-components=1
   cmake -S "$dir" -B "$dir/_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
-    -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON "$@" >"$dir.log" 2>&1 \
+    -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 "$@" >"$dir.log" 2>&1 \
     && cmake --build "$dir/_build" -j "$jobs" >>"$dir.log" 2>&1 \
     && cmake --install "$dir/_build" >>"$dir.log" 2>&1 \
     || { tail -30 "$dir.log" >&2; echo "device_deps_build: $tarball failed (log $dir.log)" >&2; exit 1; }

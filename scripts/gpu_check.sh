@@ -7,6 +7,12 @@
 #   scripts/gpu_check.sh --quick    checks plus the short benchmark (n <= 16K, LLaMA-3 case)
 #   SKIP_BENCH=1 scripts/gpu_check.sh   checks only
 #   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
+#   scripts/gpu_check.sh --variants kernel candidates: for each of $VARIANTS (default
+#                                   "default,wgmma,wgmma2"; names in benchmarks/bench_relation_kl_gpu.py)
+#                                   the reference checker (tensor-core path) and memcheck on the
+#                                   quick cases, then the 4K/8K/16K benchmark of every variant and
+#                                   one comparison table last
+#   scripts/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -23,29 +29,49 @@ summary=()
 step() { summary+=("$(printf '%-34s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || echo FAILED)")"); [[ $2 -eq 0 ]] || status=1; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
-# Libraries carried from the CI-like machine (scripts/device_deps.sh): header-only ones as they are,
-# PCRE2 / yaml-cpp / SentencePiece built here from Debian's source tarballs, once.
-if [[ -d "$root/.devdeps" ]]; then
-  export CMAKE_PREFIX_PATH="$root/.devdeps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-  if [[ -d "$root/.devdeps/src" ]]; then
-    prefix="$("$root/scripts/device_deps_build.sh")" || { echo "device dependencies failed to build"; exit 1; }
-    export CMAKE_PREFIX_PATH="$prefix:$CMAKE_PREFIX_PATH"
-  fi
-fi
-# No GoogleTest there: LINEAR_ARD_BUILD_TESTS stays on for the tools the Python checks drive.
-export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DPython3_EXECUTABLE="$(which python3)" >"$out/configure.log" 2>&1 \
-  || { tail -30 "$out/configure.log"; exit 1; }
-targets="linear_ard_ops relation_kl_gpu_check"
-cmake --build "$build" --target help | grep -q model_dump && targets="$targets model_dump"
-cmake --build "$build" --target $targets >"$out/build.log" 2>&1 \
-  || { grep -B2 -A10 -m3 error "$out/build.log"; exit 1; }
-echo "build done"
+targets="linear_ard_ops relation_kl_gpu_check model_dump linear_ard_cli bench_restore_gpu"
+BUILD_DIR="$build" LOG_DIR="$out" scripts/gpu_build.sh $targets || exit 1
 
+export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
+# The restore training step (restore_step: objective, trainable set, AdamW) at the LLaMA-2-7B shape
+# beside the paper's Appendix C; only where the trainer builds (yaml-cpp from .devdeps).
+restore_bench() {
+  cmake --build "$build" --target bench_restore_gpu >"$out/build_bench_restore.log" 2>&1
+  if [[ -x "$build/benchmarks/bench_restore_gpu" ]]; then
+    "$build/benchmarks/bench_restore_gpu" 2>&1 | tee "$out/bench_restore.log"
+    step "restore step benchmark (7B shape)" "${PIPESTATUS[0]}"
+  else
+    echo "restore benchmark skipped: bench_restore_gpu did not build (see $out/build_bench_restore.log)"
+  fi
+}
+if [[ "${1:-}" == "--restore-bench" ]]; then
+  restore_bench
+  printf '%s\n' "${summary[@]}"
+  exit $status
+fi
+if [[ "${1:-}" == "--variants" ]]; then
+  variants="${VARIANTS:-default,wgmma,wgmma2}"
+  for v in ${variants//,/ }; do
+    env_v="$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import bench_relation_kl_gpu as b; \
+print(' '.join(f'{k}={x}' for k, x in b.variant_env('$v').items()))")"
+    env $env_v "$build/tests/gpu/relation_kl_gpu_check" --tc-only 2>&1 | tee "$out/check_reference_$v.log" \
+      | grep -v "^ok"
+    step "reference, variant $v" "${PIPESTATUS[0]}"
+    if command -v compute-sanitizer >/dev/null && [[ "$v" != default ]]; then
+      env $env_v compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/relation_kl_gpu_check" \
+        --quick --tc-only >"$out/memcheck_$v.log" 2>&1
+      step "memcheck, variant $v" $?
+    fi
+  done
+  python3 benchmarks/bench_relation_kl_gpu.py --out "$out" --variants "$variants" ${SIZES:+--sizes $SIZES} 2>&1 \
+    | tee "$out/bench_variants.log"
+  step "benchmark of the variants" "${PIPESTATUS[0]}"
+  printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
+  printf '%s\n' "${summary[@]}"
+  exit $status
+fi
 "$build/tests/gpu/relation_kl_gpu_check" 2>&1 | tee "$out/check_reference.log" | grep -v "^ok"
 step "CUDA vs fp64 reference" "${PIPESTATUS[0]}"
-export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
 if [[ "${1:-}" == "--iterate" ]]; then
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log" || status=1
   exit $status
@@ -68,9 +94,20 @@ else
   echo "model parity skipped: model_dump not built (run scripts/device_deps.sh and carry .devdeps)"
   step "model vs transformers (bf16, CUDA)" 1
 fi
+# Evaluation (tasks loglikelihoods, passkey/RULER greedy tokens) against transformers in bf16, and
+# RULER tokens/s; only where the linear-ard binary builds (it needs CLI11 and yaml-cpp).
+cmake --build "$build" --target linear_ard_cli >"$out/build_cli.log" 2>&1
+if [[ -x "$build/src/cli/linear-ard" ]]; then
+  python3 tests/gpu/check_eval_transformers.py --build "$build" --device cuda >"$out/eval.log" 2>&1
+  step "eval vs transformers (bf16, CUDA)" $?
+  tail -8 "$out/eval.log"
+else
+  echo "eval check skipped: linear-ard did not build (see $out/build_cli.log)"
+fi
 if [[ -z "${SKIP_BENCH:-}" ]]; then
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log"
   step "benchmark" "${PIPESTATUS[0]}"
+  restore_bench
 fi
 printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
 printf '%s\n' "${summary[@]}"

@@ -1,5 +1,6 @@
 // `linear-ard eval ppl|tasks|passkey`: perplexity, harness-style tasks and passkey retrieval of a
-// model folder, written as markdown + JSON reports (docs/eval.md).
+// model folder, written as markdown + JSON reports (docs/eval.md); registers `eval ruler` and
+// `eval compare` from their own files.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "command_eval_args.h"  // defines: EvalDeviceArgs, eval_report_emit, eval_*_register
 #include "commands.h"
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
@@ -22,23 +24,17 @@ namespace linear_ard::cli {
 
 namespace {
 
-struct ModelArgs {
+struct ModelArgs : EvalDeviceArgs {
   std::string model;
-  std::string device = "auto";
-  std::string dtype = "auto";
-  std::string output;  // report stem: <output>.md and <output>.json
 };
 
 void model_args_add(CLI::App* sub, ModelArgs& a) {
   sub->add_option("MODEL", a.model, "HF model folder")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--device", a.device, "cpu, cuda or auto")->capture_default_str();
-  sub->add_option("--dtype", a.dtype, "fp32, bf16 or auto (bf16 on cuda, fp32 on cpu)")->capture_default_str();
-  sub->add_option("--output,-o", a.output, "write the report to OUTPUT.md and OUTPUT.json");
+  eval_device_args_add(sub, a);
 }
 
 void report_emit(const ModelArgs& a, const std::string& markdown, const nlohmann::json& json) {
-  std::cout << markdown;
-  if (!a.output.empty()) eval::report_write(a.output, markdown, json);
+  eval_report_emit(a.output, markdown, json);
 }
 
 void ppl_register(CLI::App& eval) {
@@ -65,10 +61,7 @@ void ppl_register(CLI::App& eval) {
       eval::PerplexityOptions opt = *o;
       opt.ctx_len = ctx;
       const auto r = eval::perplexity_compute(model, docs, opt);
-      rows.push_back({{"ctx_len", r.ctx_len}, {"stride", r.stride}, {"documents", r.documents},
-                      {"windows", r.windows}, {"tokens", r.tokens}, {"bytes", r.bytes}, {"nll", r.nll},
-                      {"ppl", r.ppl}, {"bits_per_byte", r.bits_per_byte}, {"seconds", r.seconds},
-                      {"tokens_per_s", r.tokens_per_s}});
+      rows.push_back(eval::ppl_result_json(r));
       table.push_back({std::to_string(ctx), std::to_string(r.stride), std::to_string(r.tokens),
                        eval::number_text(r.nll, 3), eval::number_text(r.ppl, 4),
                        eval::number_text(r.bits_per_byte, 4), eval::number_text(r.tokens_per_s, 0)});
@@ -135,7 +128,7 @@ void tasks_register(CLI::App& eval) {
     std::optional<nlohmann::json> ref;
     if (!reference->empty()) ref = io::json_file_read(*reference);
     if (ref) json["recovery"] = 100 * json["avg"].get<double>() / ref->at("avg").get<double>();
-    if (!requests_out->empty()) {
+    if (!requests_out->empty() && eval_writes()) {
       std::string lines;
       for (const auto& r : all_requests) lines += r.dump() + "\n";
       io::file_write_atomic(*requests_out, lines);
@@ -157,20 +150,15 @@ void passkey_register(CLI::App& eval) {
   sub->callback([a, o] {
     const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
     const auto r = eval::passkey_evaluate(model, *o);
-    nlohmann::json rows = nlohmann::json::array();
     std::vector<std::vector<std::string>> table;
     for (const auto& row : r.rows) {
-      nlohmann::json prompts = nlohmann::json::array();
-      for (const auto& p : row.prompts)
-        prompts.push_back({{"text", p.text}, {"passkey", p.passkey}, {"tokens", p.tokens}});
-      rows.push_back({{"length", row.length}, {"depth", row.depth}, {"samples", row.samples},
-                      {"accuracy", row.accuracy}, {"outputs", row.outputs}, {"output_ids", row.output_ids},
-                      {"prompts", prompts}});
       table.push_back({std::to_string(row.length), eval::number_text(row.depth, 2),
                        std::to_string(row.samples), eval::number_text(100 * row.accuracy, 1)});
     }
-    const nlohmann::json json = {{"model", a->model}, {"device", model.device_name},
-                                 {"dtype", model.dtype_name}, {"tokens_per_s", r.tokens_per_s}, {"rows", rows}};
+    nlohmann::json json = eval::passkey_report_json(r);
+    json["model"] = a->model;
+    json["device"] = model.device_name;
+    json["dtype"] = model.dtype_name;
     report_emit(*a, eval::markdown_table({"length", "depth", "samples", "accuracy %"}, table), json);
   });
 }
@@ -178,11 +166,13 @@ void passkey_register(CLI::App& eval) {
 }  // namespace
 
 void command_eval_register(CLI::App& app) {
-  CLI::App* eval = app.add_subcommand("eval", "Evaluate a model: perplexity, tasks, passkey");
+  CLI::App* eval = app.add_subcommand("eval", "Evaluate models: perplexity, tasks, passkey, RULER, comparisons");
   eval->require_subcommand(1);
   ppl_register(*eval);
   tasks_register(*eval);
   passkey_register(*eval);
+  eval_ruler_register(*eval);
+  eval_compare_register(*eval);
 }
 
 }  // namespace linear_ard::cli

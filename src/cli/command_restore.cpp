@@ -1,6 +1,7 @@
 // `linear-ard restore CONFIG.yaml [key=value ...]`: LinearARD restoration of a RoPE-scaled student
 // from its native-RoPE teacher, its ablations and baselines, optional stage-2 CPT (docs/restore.md).
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@ void command_restore_register(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_option("overrides", *overrides, "key=value overrides, e.g. steps=50 student_rope.factor=4");
   sub->callback([config_path, overrides] {
-    train::restore_run(train::restore_config_load(*config_path, *overrides));
+    const train::RestoreConfig config = train::restore_config_load(*config_path, *overrides);
+    if (config.pretrain.enabled())
+      throw std::invalid_argument("config key 'pretrain' belongs to `linear-ard pretrain`, not restore");
+    train::restore_run(config);
   });
 }
 

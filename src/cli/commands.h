@@ -9,7 +9,12 @@ namespace linear_ard::cli {
 void command_inspect_register(CLI::App& app);
 // `linear-ard restore CONFIG.yaml [key=value ...]`: stage-1 relation distillation (docs/restore.md).
 void command_restore_register(CLI::App& app);
-// `linear-ard eval ppl|tasks|passkey ...`: perplexity, harness-style tasks, passkey (docs/eval.md).
+// `linear-ard pretrain CONFIG.yaml [key=value ...]`: a LLaMA model from random init (docs/pretrain.md).
+void command_pretrain_register(CLI::App& app);
+// `linear-ard tokenizer-train --data ... --output DIR`: SentencePiece BPE tokenizer (docs/pretrain.md).
+void command_tokenizer_train_register(CLI::App& app);
+// `linear-ard eval ppl|tasks|passkey|ruler|compare ...`: perplexity, harness-style tasks, passkey,
+// RULER, side-by-side comparisons (docs/eval.md).
 void command_eval_register(CLI::App& app);
 
 }  // namespace linear_ard::cli

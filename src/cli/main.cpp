@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   linear_ard::cli::command_inspect_register(app);
   linear_ard::cli::command_restore_register(app);
+  linear_ard::cli::command_pretrain_register(app);
+  linear_ard::cli::command_tokenizer_train_register(app);
   linear_ard::cli::command_eval_register(app);
   try {
     app.parse(argc, argv);

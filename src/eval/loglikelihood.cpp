@@ -6,6 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
+
 namespace linear_ard::eval {
 
 LoglikelihoodRequest loglikelihood_request_encode(const io::Tokenizer& tokenizer, std::string context,
@@ -52,6 +54,16 @@ std::vector<LoglikelihoodResult> loglikelihood_compute(const EvalModel& model,
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return inputs[a].size() > inputs[b].size(); });
 
+  // Under torchrun the request at sorted position p is scored on rank p % world (neighbours in
+  // length land on every rank alike) and the scores are gathered.
+  const train::Distributed* dist = model.distributed;
+  std::vector<size_t> all_order;
+  if (dist) {
+    all_order = order;
+    order.clear();
+    for (size_t p = 0; p < all_order.size(); ++p)
+      if (dist->item_owned(static_cast<int64_t>(p))) order.push_back(all_order[p]);
+  }
   std::vector<LoglikelihoodResult> results(requests.size());
   int64_t tokens = 0;
   for (size_t b0 = 0; b0 < order.size(); b0 += static_cast<size_t>(batch_size)) {
@@ -76,6 +88,16 @@ std::vector<LoglikelihoodResult> loglikelihood_compute(const EvalModel& model,
       auto gr = scores.greedy[static_cast<int64_t>(r - b0)].narrow(0, n - cont_len[i], cont_len[i]);
       results[i].logprob = lp.sum().item<double>();
       results[i].greedy = gr.all().item<bool>();
+    }
+  }
+  if (dist) {
+    std::vector<double> local;
+    for (size_t i : order) local.insert(local.end(), {results[i].logprob, results[i].greedy ? 1.0 : 0.0});
+    const std::vector<double> all = dist->items_gather(static_cast<int64_t>(all_order.size()), 2, local);
+    tokens = 0;
+    for (size_t p = 0; p < all_order.size(); ++p) {
+      results[all_order[p]] = {all[2 * p], all[2 * p + 1] != 0};
+      tokens += static_cast<int64_t>(inputs[all_order[p]].size());
     }
   }
   if (stats) {

@@ -7,6 +7,7 @@
 
 #include "linear_ard/eval/score.h"       // defines: mean_of
 #include "linear_ard/model/generate.h"   // defines: model_generate_greedy
+#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 
@@ -71,32 +72,81 @@ PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& opt
   model::GenerateOptions gen;
   gen.max_new_tokens = options.max_new_tokens;
   if (model.tokenizer->eos_id() >= 0) gen.eos_token_ids = {model.tokenizer->eos_id()};
+  // One prompt's greedy continuation: its new ids, the tokens fed through (prompt + generated), and
+  // the time it took.
+  struct Generated {
+    std::vector<int32_t> ids;
+    int64_t tokens = 0;
+    double seconds = 0;
+  };
+  const auto generate = [&](const PasskeyPrompt& p) {
+    const auto ids = model.tokenizer->encode(p.text, true);
+    const auto prompt = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong)
+                            .unsqueeze(0)
+                            .to(model.device);
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen);
+    Generated g;
+    g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    g.tokens = out.size(1);
+    const auto gen_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
+    g.ids.assign(gen_ids.data_ptr<int64_t>(), gen_ids.data_ptr<int64_t>() + gen_ids.numel());
+    return g;
+  };
+  // Prompt k (length, depth, sample order) has seed options.seed + k. Under torchrun it is generated
+  // on rank k % world; the ids, token counts and times are gathered and every rank builds the rows.
+  std::vector<PasskeyPrompt> prompts;
+  for (int64_t length : options.lengths)
+    for (double depth : options.depths)
+      for (int64_t s = 0; s < options.samples; ++s)
+        prompts.push_back(passkey_prompt_make(*model.tokenizer, length, depth,
+                                              options.seed + static_cast<uint64_t>(prompts.size())));
+  const auto count = static_cast<int64_t>(prompts.size());
+  std::vector<Generated> generated(prompts.size());
+  const train::Distributed* dist = model.distributed;
+  if (!dist) {
+    for (size_t k = 0; k < prompts.size(); ++k) generated[k] = generate(prompts[k]);
+  } else {
+    const int64_t width = 3 + options.max_new_tokens;  // id count, tokens, seconds, ids (padded)
+    std::vector<double> local;
+    for (int64_t k = 0; k < count; ++k) {
+      if (!dist->item_owned(k)) continue;
+      const Generated g = generate(prompts[static_cast<size_t>(k)]);
+      std::vector<double> item(static_cast<size_t>(width), 0.0);
+      item[0] = static_cast<double>(g.ids.size());
+      item[1] = static_cast<double>(g.tokens);
+      item[2] = g.seconds;
+      std::copy(g.ids.begin(), g.ids.end(), item.begin() + 3);
+      local.insert(local.end(), item.begin(), item.end());
+    }
+    const std::vector<double> all = dist->items_gather(count, width, local);
+    for (int64_t k = 0; k < count; ++k) {
+      const double* item = all.data() + k * width;
+      Generated& g = generated[static_cast<size_t>(k)];
+      g.ids.assign(item + 3, item + 3 + static_cast<int64_t>(item[0]));
+      g.tokens = static_cast<int64_t>(item[1]);
+      g.seconds = item[2];
+    }
+  }
   int64_t tokens = 0;
   double seconds = 0;
-  uint64_t seed = options.seed;
+  size_t k = 0;
   for (int64_t length : options.lengths) {
     for (double depth : options.depths) {
       PasskeyRow row;
       row.length = length;
       row.depth = depth;
       std::vector<double> scores;
-      for (int64_t s = 0; s < options.samples; ++s) {
-        const PasskeyPrompt p = passkey_prompt_make(*model.tokenizer, length, depth, seed++);
-        const auto ids = model.tokenizer->encode(p.text, true);
-        const auto prompt = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong)
-                                .unsqueeze(0)
-                                .to(model.device);
-        const auto start = std::chrono::steady_clock::now();
-        const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen);
-        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        tokens += out.size(1);
-        const auto gen_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
-        std::vector<int32_t> new_ids(gen_ids.data_ptr<int64_t>(), gen_ids.data_ptr<int64_t>() + gen_ids.numel());
-        const std::string text = model.tokenizer->decode(new_ids, /*skip_special_tokens=*/true);
+      for (int64_t s = 0; s < options.samples; ++s, ++k) {
+        const PasskeyPrompt& p = prompts[k];
+        const Generated& g = generated[k];
+        tokens += g.tokens;
+        seconds += g.seconds;
+        const std::string text = model.tokenizer->decode(g.ids, /*skip_special_tokens=*/true);
         scores.push_back(passkey_score(text, p.passkey));
         row.outputs.push_back(text);
         row.prompts.push_back(p);
-        row.output_ids.push_back(new_ids);
+        row.output_ids.push_back(g.ids);
       }
       row.samples = options.samples;
       row.accuracy = mean_of(scores);

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
+
 namespace linear_ard::eval {
 
 std::vector<std::string> text_documents_read(const std::string& path) {
@@ -80,27 +82,37 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
   });
   r.windows = static_cast<int64_t>(windows.size());
 
+  // Under torchrun window w is scored on rank w % world and the NLLs are gathered; every rank then
+  // sums them in window order, as one process does.
+  std::vector<size_t> mine;
+  for (size_t w = 0; w < windows.size(); ++w)
+    if (!model.distributed || model.distributed->item_owned(static_cast<int64_t>(w))) mine.push_back(w);
+  std::vector<double> nll(mine.size());
   int64_t fed = 0;
+  for (const Window& win : windows) fed += win.end - win.begin;
   const auto batch = static_cast<size_t>(std::max<int64_t>(1, options.batch_size));
-  for (size_t b0 = 0; b0 < windows.size(); b0 += batch) {
-    const size_t b1 = std::min(windows.size(), b0 + batch);
-    const int64_t width = windows[b0].end - windows[b0].begin;
+  for (size_t b0 = 0; b0 < mine.size(); b0 += batch) {
+    const size_t b1 = std::min(mine.size(), b0 + batch);
+    const int64_t width = windows[mine[b0]].end - windows[mine[b0]].begin;
     auto ids = torch::zeros({static_cast<int64_t>(b1 - b0), width}, torch::kLong);
     auto acc = ids.accessor<int64_t, 2>();
-    for (size_t w = b0; w < b1; ++w) {
-      const Window& win = windows[w];
-      for (int64_t t = win.begin; t < win.end; ++t) acc[w - b0][t - win.begin] = (*win.ids)[t];
-      fed += win.end - win.begin;
+    for (size_t j = b0; j < b1; ++j) {
+      const Window& win = windows[mine[j]];
+      for (int64_t t = win.begin; t < win.end; ++t) acc[j - b0][t - win.begin] = (*win.ids)[t];
     }
     const TokenScores scores = token_scores_compute(model, ids);
-    for (size_t w = b0; w < b1; ++w) {
-      const Window& win = windows[w];
+    for (size_t j = b0; j < b1; ++j) {
+      const Window& win = windows[mine[j]];
       // Position p (relative) predicts token begin + p + 1.
       const int64_t from = win.first_target - win.begin - 1;
       const int64_t count = win.end - win.first_target;
-      r.nll -= scores.logprob[static_cast<int64_t>(w - b0)].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
-      r.tokens += count;
+      nll[j] = scores.logprob[static_cast<int64_t>(j - b0)].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
     }
+  }
+  if (model.distributed) nll = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, nll);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    r.nll -= nll[w];
+    r.tokens += windows[w].end - windows[w].first_target;
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.tokens_per_s = r.seconds > 0 ? static_cast<double>(fed) / r.seconds : 0;

@@ -76,6 +76,24 @@ std::string tasks_report_markdown(const std::vector<std::string>& names,
   return markdown_table(header, rows);
 }
 
+nlohmann::json ppl_result_json(const PerplexityResult& r) {
+  return {{"ctx_len", r.ctx_len}, {"stride", r.stride}, {"documents", r.documents}, {"windows", r.windows},
+          {"tokens", r.tokens}, {"bytes", r.bytes}, {"nll", r.nll}, {"ppl", r.ppl},
+          {"bits_per_byte", r.bits_per_byte}, {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}};
+}
+
+nlohmann::json passkey_report_json(const PasskeyResult& r) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : r.rows) {
+    nlohmann::json prompts = nlohmann::json::array();
+    for (const auto& p : row.prompts) prompts.push_back({{"text", p.text}, {"passkey", p.passkey}, {"tokens", p.tokens}});
+    rows.push_back({{"length", row.length}, {"depth", row.depth}, {"samples", row.samples},
+                    {"accuracy", row.accuracy}, {"outputs", row.outputs}, {"output_ids", row.output_ids},
+                    {"prompts", prompts}});
+  }
+  return {{"tokens_per_s", r.tokens_per_s}, {"rows", rows}};
+}
+
 // Generated text may hold invalid UTF-8 (a model can stop inside a character): replaced, not fatal.
 void report_write(const std::string& stem, const std::string& markdown, const nlohmann::json& json) {
   io::file_write_atomic(stem + ".md", markdown);

@@ -79,13 +79,21 @@ std::vector<double> config_number_list(const json& obj, const std::string& key,
 }
 
 RopeConfig rope_from_json(const json& j, const ModelConfig& config) {
-  // transformers 5 stores everything in rope_parameters; hub checkpoints use rope_scaling.
-  const char* section = config_find(j, "rope_parameters") ? "rope_parameters" : "rope_scaling";
-  const json* dict = config_find(j, section);
-  if (dict && !dict->is_object()) config_error(section, "must be an object", *dict);
-  const json empty = json::object();
-  const json& r = dict ? *dict : empty;
-  const std::string s = std::string(section) + ".";
+  // transformers 5 stores everything in rope_parameters; hub checkpoints use rope_scaling. When a
+  // folder has both (a transformers-5 folder whose rope_scaling was edited by hand), transformers
+  // applies rope_scaling's entries over rope_parameters: so do we.
+  const json* params = config_find(j, "rope_parameters");
+  const json* scaling = config_find(j, "rope_scaling");
+  if (params && !params->is_object()) config_error("rope_parameters", "must be an object", *params);
+  if (scaling && !scaling->is_object()) config_error("rope_scaling", "must be an object", *scaling);
+  json r = params ? *params : json::object();
+  std::string section = params ? "rope_parameters" : "rope_scaling";
+  if (scaling) {
+    if (params) section = "rope_parameters+rope_scaling";
+    for (const auto& [key, value] : scaling->items()) r[key == "type" ? "rope_type" : key] = value;
+    if (params && scaling->contains("type")) r.erase("type");
+  }
+  const std::string s = section + ".";
 
   RopeConfig rope;
   auto theta = config_number(r, "rope_theta", s + "rope_theta", true);

@@ -1,11 +1,38 @@
 // checkpoint_apply: a custom autograd Function that stores only its inputs and reruns in backward.
 #include "linear_ard/model/checkpointing.h"
 
+#include <mutex>
+
 namespace linear_ard::model {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// The generators a layer can draw from (LoRA dropout): the CPU one, and the CUDA one of a CUDA
+// input. Their states are kept at forward and put back for the recomputation, as
+// torch.utils.checkpoint's preserve_rng_state does, so backward sees the forward's dropout masks.
+std::vector<at::Generator> generators_of(const torch::Tensor& input) {
+  std::vector<at::Generator> out{at::globalContext().defaultGenerator(torch::kCPU)};
+  if (input.is_cuda()) out.push_back(at::globalContext().defaultGenerator(input.device()));
+  return out;
+}
+
+std::vector<torch::Tensor> rng_states_get(std::vector<at::Generator>& generators) {
+  std::vector<torch::Tensor> states;
+  for (auto& g : generators) {
+    std::lock_guard<std::mutex> lock(g.mutex());
+    states.push_back(g.get_state());
+  }
+  return states;
+}
+
+void rng_states_set(std::vector<at::Generator>& generators, const std::vector<torch::Tensor>& states) {
+  for (size_t i = 0; i < generators.size(); ++i) {
+    std::lock_guard<std::mutex> lock(generators[i].mutex());
+    generators[i].set_state(states[i]);
+  }
+}
 
 // saved_data holds IValues only; a capsule carries the closure to backward.
 struct CheckpointClosure : torch::CustomClassHolder {
@@ -20,6 +47,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     saved.insert(saved.end(), params.begin(), params.end());
     ctx->save_for_backward(saved);
     ctx->saved_data["closure"] = closure;
+    auto generators = generators_of(input);
+    ctx->saved_data["rng"] = rng_states_get(generators);
     return static_cast<CheckpointClosure*>(closure.toCapsule().get())->fn(input);
   }
 
@@ -29,8 +58,13 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     const bool input_grad = saved[0].requires_grad();
     auto input = saved[0].detach().requires_grad_(input_grad);
 
+    // Recompute under the forward's generator states, then continue the stream where it was.
+    auto generators = generators_of(input);
+    const std::vector<torch::Tensor> current = rng_states_get(generators);
+    rng_states_set(generators, ctx->saved_data["rng"].toTensorVector());
     torch::AutoGradMode grad_on(true);
     auto output = closure->fn(input);
+    rng_states_set(generators, current);
 
     variable_list wrt;
     if (input_grad) wrt.push_back(input);

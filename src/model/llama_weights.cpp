@@ -79,12 +79,14 @@ LlamaWeights llama_weights_from_map(const ModelConfig& config,
 LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType dtype,
                                   torch::Device device, uint64_t seed, double std) {
   torch::manual_seed(seed);
+  // Drawn in fp32 on `device` itself (a 7B model never passes through host memory), then cast.
+  const auto fp32 = torch::TensorOptions(torch::kFloat).device(device);
   std::map<std::string, torch::Tensor> tensors;
   for (const ExpectedTensor& e : llama_expected_tensors(config)) {
     if (!e.required) continue;
     const bool is_norm = e.name.find("norm.weight") != std::string::npos;
-    auto t = is_norm ? torch::ones(e.shape) : torch::randn(e.shape) * std;
-    tensors.emplace(e.name, t.to(device, dtype));
+    auto t = is_norm ? torch::ones(e.shape, fp32) : torch::randn(e.shape, fp32).mul_(std);
+    tensors.emplace(e.name, t.to(dtype));
   }
   return llama_weights_from_map(config, std::move(tensors));
 }
@@ -126,7 +128,8 @@ torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overr
                                          bias ? *bias : torch::Tensor());
   if (auto it = overrides.lora.find(module); it != overrides.lora.end()) {
     const LoraAdapter& lora = it->second;
-    y = y + torch::nn::functional::linear(torch::nn::functional::linear(x, lora.a), lora.b) *
+    const torch::Tensor in = lora.dropout > 0 ? torch::dropout(x, lora.dropout, /*train=*/true) : x;
+    y = y + torch::nn::functional::linear(torch::nn::functional::linear(in, lora.a), lora.b) *
                 lora.scale;
   }
   return y;

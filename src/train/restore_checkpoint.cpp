@@ -25,6 +25,14 @@ int64_t folder_step(const std::string& name) {
   return std::stoll(digits);
 }
 
+// The generators a run draws from, by name: torch's CPU one (LoRA init, LongReD skips, LoRA
+// dropout on CPU) and, where CUDA is available, the current CUDA device's (LoRA dropout on CUDA).
+std::vector<std::pair<std::string, at::Generator>> generators() {
+  std::vector<std::pair<std::string, at::Generator>> out{{"cpu", at::detail::getDefaultCPUGenerator()}};
+  if (torch::cuda::is_available()) out.emplace_back("cuda", at::globalContext().defaultGenerator(at::Device(at::kCUDA)));
+  return out;
+}
+
 }  // namespace
 
 void checkpoint_save(const std::string& output, const CheckpointState& state, const TrainableSet& trainables,
@@ -37,17 +45,17 @@ void checkpoint_save(const std::string& output, const CheckpointState& state, co
   torch::serialize::OutputArchive archive;
   optimizer.save(archive);
   archive.save_to((tmp / "optimizer.pt").string());
-  auto generator = at::detail::getDefaultCPUGenerator();
-  torch::Tensor rng;
-  {
+  io::TensorMap rng;
+  for (auto& [name, generator] : generators()) {
     std::lock_guard<std::mutex> lock(generator.mutex());
-    rng = generator.get_state();
+    rng[name] = generator.get_state();
   }
-  io::safetensors_save((tmp / "rng.safetensors").string(), {{"cpu", rng}});
+  io::safetensors_save((tmp / "rng.safetensors").string(), rng);
   io::json_file_write((tmp / "state.json").string(),
                       {{"step", state.step}, {"stage", state.stage}, {"stage_step", state.stage_step},
                        {"blocks_consumed", state.blocks_consumed}, {"tokens", state.tokens},
-                       {"train_s", state.train_s}, {"config_yaml", state.config_yaml}});
+                       {"train_s", state.train_s}, {"world_size", state.world_size},
+                       {"config_yaml", state.config_yaml}});
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);
   for (const auto& entry : fs::directory_iterator(output)) {
@@ -83,6 +91,7 @@ CheckpointState checkpoint_state_read(const std::string& folder) {
   s.blocks_consumed = j.at("blocks_consumed").get<int64_t>();
   s.tokens = j.at("tokens").get<int64_t>();
   s.train_s = j.at("train_s").get<double>();
+  s.world_size = j.value("world_size", int64_t{1});  // checkpoints from before multi-process runs
   s.config_yaml = j.at("config_yaml").get<std::string>();
   return s;
 }
@@ -94,9 +103,14 @@ void checkpoint_restore(const std::string& folder, TrainableSet& trainables, tor
   archive.load_from((dir / "optimizer.pt").string());
   optimizer.load(archive);
   const io::TensorMap rng = io::safetensors_load((dir / "rng.safetensors").string());
-  auto generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(rng.at("cpu").clone());
+  for (auto& [name, generator] : generators()) {
+    const auto it = rng.find(name);
+    // A checkpoint written where CUDA was not available drew nothing from a CUDA generator.
+    if (it == rng.end() && name == "cuda") continue;
+    if (it == rng.end()) throw std::runtime_error("checkpoint " + folder + " has no state of the " + name + " generator");
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(it->second.clone());
+  }
 }
 
 }  // namespace linear_ard::train

@@ -18,18 +18,20 @@ const std::vector<std::string>& config_keys() {
       "save_adapters", "longred", "stage2", "ctx_len", "batch_size", "grad_accum", "steps", "lr",
       "warmup_steps", "min_lr_ratio", "weight_decay", "clip_grad_norm", "lambda_q", "lambda_k",
       "lambda_v", "seed", "device", "dtype", "checkpoint_layers", "output", "overwrite",
-      "eval_every", "log_every", "checkpoint_every", "resume", "stop_after_step"};
+      "eval_every", "log_every", "checkpoint_every", "resume", "stop_after_step", "pretrain"};
   return keys;
 }
 
 // The maps with a fixed set of sub-keys (student_rope is free-form: HF's rope dict).
 const std::vector<std::string>& sub_keys(const std::string& key) {
   static const std::vector<std::string> objective = {"relations", "logit_kl", "temperature", "last_k_positions"};
-  static const std::vector<std::string> lora = {"rank", "alpha"};
+  static const std::vector<std::string> lora = {"rank", "alpha", "dropout"};
   static const std::vector<std::string> longred = {"max_skip"};
   static const std::vector<std::string> stage2 = {"steps", "ctx_len", "batch_size", "grad_accum", "lr",
                                                   "warmup_steps", "min_lr_ratio"};
+  static const std::vector<std::string> pretrain = {"model", "tokenizer", "init_std", "passkey_fraction", "save_dtype"};
   static const std::vector<std::string> none;
+  if (key == "pretrain") return pretrain;
   if (key == "objective") return objective;
   if (key == "lora") return lora;
   if (key == "longred") return longred;
@@ -129,12 +131,34 @@ void check(bool ok, const std::string& key, const std::string& what) {
   if (!ok) key_error(key, what);
 }
 
+// A pretraining run (`pretrain.model` set) has no teacher and no scaled RoPE: it trains every
+// tensor of a random model with the LM loss at its native context.
+void pretrain_validate(const RestoreConfig& c) {
+  const PretrainConfig& p = c.pretrain;
+  check(c.teacher.empty(), "teacher", "does not apply to pretraining (the model comes from pretrain.model)");
+  check(c.student_rope.is_null(), "student_rope", "does not apply to pretraining (the model keeps its native RoPE)");
+  check(c.method == "cpt", "method", "must be cpt when pretraining (the next-token loss), got '" + c.method + "'");
+  check(c.trainable == "full", "trainable", "must be full when pretraining, got '" + c.trainable + "'");
+  check(c.stage2.steps == 0, "stage2.steps", "must be 0 when pretraining");
+  check(p.model.is_object() || p.model.is_string(), "pretrain.model",
+        "must be a map of config.json keys (hidden_size, ...) or the path of a config.json");
+  check(!p.tokenizer.empty(), "pretrain.tokenizer", "is required (folder with tokenizer.json or tokenizer.model)");
+  check(p.init_std > 0, "pretrain.init_std", "must be > 0");
+  check(p.passkey_fraction >= 0 && p.passkey_fraction <= 1, "pretrain.passkey_fraction", "must be in [0, 1]");
+  check(p.save_dtype == "fp32" || p.save_dtype == "bf16", "pretrain.save_dtype",
+        "must be fp32 or bf16, got '" + p.save_dtype + "'");
+}
+
 void config_validate(const RestoreConfig& c) {
-  check(!c.teacher.empty(), "teacher", "is required (HF model folder of the native-RoPE model)");
+  if (c.pretrain.enabled()) {
+    pretrain_validate(c);
+  } else {
+    check(!c.teacher.empty(), "teacher", "is required (HF model folder of the native-RoPE model)");
+    check(c.student_rope.is_object() && (c.student_rope.contains("rope_type") || c.student_rope.contains("type")),
+          "student_rope", "must be a map with rope_type, e.g. {rope_type: linear, factor: 8}");
+  }
   check(!c.output.empty(), "output", "is required (folder the run writes)");
   check(!c.data.empty(), "data", "is required (list of text or JSONL files)");
-  check(c.student_rope.is_object() && (c.student_rope.contains("rope_type") || c.student_rope.contains("type")),
-        "student_rope", "must be a map with rope_type, e.g. {rope_type: linear, factor: 8}");
   check(c.ctx_len >= 0, "ctx_len", "must be >= 0 (0: the teacher's max_position_embeddings)");
   check(c.batch_size >= 1, "batch_size", "must be >= 1");
   check(c.grad_accum >= 1, "grad_accum", "must be >= 1");
@@ -174,6 +198,7 @@ void config_validate(const RestoreConfig& c) {
         "trainable", "must be qkv, lora_qkv, lora_all or full, got '" + c.trainable + "'");
   check(c.lora.rank >= 1, "lora.rank", "must be >= 1");
   check(c.lora.alpha > 0, "lora.alpha", "must be > 0");
+  check(c.lora.dropout >= 0 && c.lora.dropout < 1, "lora.dropout", "must be in [0, 1)");
   check(!c.save_adapters || c.trainable.rfind("lora_", 0) == 0, "save_adapters",
         "needs trainable lora_qkv or lora_all (there are no adapters to save)");
   check(c.longred_max_skip >= 1, "longred.max_skip", "must be >= 1 (1: no position skipping)");
@@ -259,12 +284,21 @@ RestoreConfig restore_config_load(const std::string& path, const std::vector<std
         }
         const YAML::Node& x = sub.second;
         if (x.IsNull()) continue;
-        if (full == "objective.relations") c.objective.relations = scalar_as<std::string>(x, full, "qkv or attention");
+        if (full == "pretrain.model") {
+          c.pretrain.model = x.IsMap() ? yaml_to_json(x)
+                                       : json(scalar_as<std::string>(x, full, "a map of config.json keys or a config.json path"));
+        }
+        else if (full == "pretrain.tokenizer") c.pretrain.tokenizer = scalar_as<std::string>(x, full, "a folder path");
+        else if (full == "pretrain.init_std") c.pretrain.init_std = scalar_as<double>(x, full, "a number");
+        else if (full == "pretrain.passkey_fraction") c.pretrain.passkey_fraction = scalar_as<double>(x, full, "a number");
+        else if (full == "pretrain.save_dtype") c.pretrain.save_dtype = scalar_as<std::string>(x, full, "fp32 or bf16");
+        else if (full == "objective.relations") c.objective.relations = scalar_as<std::string>(x, full, "qkv or attention");
         else if (full == "objective.logit_kl") c.objective.logit_kl = scalar_as<double>(x, full, "a number");
         else if (full == "objective.temperature") c.objective.temperature = scalar_as<double>(x, full, "a number");
         else if (full == "objective.last_k_positions") c.objective.last_k_positions = scalar_as<int64_t>(x, full, "an integer");
         else if (full == "lora.rank") c.lora.rank = scalar_as<int64_t>(x, full, "an integer");
         else if (full == "lora.alpha") c.lora.alpha = scalar_as<double>(x, full, "a number");
+        else if (full == "lora.dropout") c.lora.dropout = scalar_as<double>(x, full, "a number");
         else if (full == "longred.max_skip") c.longred_max_skip = scalar_as<int64_t>(x, full, "an integer");
         else if (full == "stage2.steps") c.stage2.steps = scalar_as<int64_t>(x, full, "an integer");
         else if (full == "stage2.ctx_len") c.stage2.ctx_len = scalar_as<int64_t>(x, full, "an integer");
@@ -296,6 +330,11 @@ RestoreConfig restore_config_load(const std::string& path, const std::vector<std
     else if (key == "checkpoint_layers") c.checkpoint_layers = scalar_as<bool>(v, key, "true or false");
     else if (key == "overwrite") c.overwrite = scalar_as<bool>(v, key, "true or false");
   }
+  // Pretraining trains every tensor with the LM loss unless the config says otherwise (validated).
+  if (c.pretrain.enabled()) {
+    if (!root["method"]) c.method = "cpt";
+    if (!root["trainable"]) c.trainable = "full";
+  }
   config_validate(c);
   return c;
 }
@@ -321,6 +360,7 @@ std::string restore_config_to_yaml(const RestoreConfig& c) {
   out << YAML::Key << "lora" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "rank" << YAML::Value << c.lora.rank;
   out << YAML::Key << "alpha" << YAML::Value << number_text(c.lora.alpha);
+  out << YAML::Key << "dropout" << YAML::Value << number_text(c.lora.dropout);
   out << YAML::EndMap;
   out << YAML::Key << "save_adapters" << YAML::Value << c.save_adapters;
   out << YAML::Key << "longred" << YAML::Value << YAML::BeginMap;
@@ -358,6 +398,15 @@ std::string restore_config_to_yaml(const RestoreConfig& c) {
   out << YAML::Key << "checkpoint_every" << YAML::Value << c.checkpoint_every;
   out << YAML::Key << "resume" << YAML::Value << c.resume;
   out << YAML::Key << "stop_after_step" << YAML::Value << c.stop_after_step;
+  if (c.pretrain.enabled()) {
+    out << YAML::Key << "pretrain" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "model" << YAML::Value << YAML::Flow << YAML::Load(c.pretrain.model.dump());
+    out << YAML::Key << "tokenizer" << YAML::Value << c.pretrain.tokenizer;
+    out << YAML::Key << "init_std" << YAML::Value << number_text(c.pretrain.init_std);
+    out << YAML::Key << "passkey_fraction" << YAML::Value << number_text(c.pretrain.passkey_fraction);
+    out << YAML::Key << "save_dtype" << YAML::Value << c.pretrain.save_dtype;
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -6,6 +6,24 @@
 
 namespace linear_ard::train {
 
+ObjectiveContext objective_context_make(const RestoreConfig& config, const model::LlamaWeights& weights,
+                                        const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,
+                                        std::vector<int64_t> layers) {
+  ObjectiveContext ctx;
+  ctx.weights = &weights;
+  ctx.teacher_rope = &teacher_rope;
+  ctx.student_rope = &student_rope;
+  ctx.layers = std::move(layers);
+  ctx.loss_options.causal = true;
+  ctx.loss_options.lambda_q = config.lambda_q;
+  ctx.loss_options.lambda_k = config.lambda_k;
+  ctx.loss_options.lambda_v = config.lambda_v;
+  ctx.objective = config.objective;
+  ctx.longred_max_skip = config.longred_max_skip;
+  ctx.checkpoint_layers = config.checkpoint_layers;
+  return ctx;
+}
+
 ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids) {
   const bool logits = ctx.objective.logit_kl > 0;
   model::ForwardOptions options;

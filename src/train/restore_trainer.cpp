@@ -5,11 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <stdexcept>
 
 #include "linear_ard/io/file_atomic.h"      // defines: file_write_atomic
@@ -21,10 +19,16 @@
 #include "linear_ard/model/llama_model.h"   // defines: model_forward
 #include "linear_ard/ops/relation_loss.h"   // defines: relation_loss
 #include "linear_ard/train/lr_schedule.h"   // defines: lr_schedule_at
+#include "linear_ard/train/block_mix.h"           // defines: block_mix, BlockMix
+#include "linear_ard/train/distributed.h"         // defines: Distributed
+#include "linear_ard/train/gradient_buckets.h"    // defines: GradientBuckets
 #include "linear_ard/train/metrics_log.h"   // defines: MetricsLog, memory_peak_bytes, progress_print
+#include "linear_ard/train/pretrain_eval.h"       // defines: pretrain_evaluate
+#include "linear_ard/train/pretrain_init.h"       // defines: pretrain_folder_init
 #include "linear_ard/train/restore_checkpoint.h"  // defines: checkpoint_save, checkpoint_latest, checkpoint_restore
 #include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
+#include "linear_ard/train/restore_step.h"        // defines: restore_step, StageLoss
 #include "linear_ard/train/svg_plot.h"            // defines: svg_plot_render
 #include "linear_ard/train/text_blocks.h"         // defines: TextBlocks
 #include "linear_ard/train/trainable_set.h"       // defines: TrainableSet
@@ -119,7 +123,7 @@ struct StageSpec {
   int64_t stage = 1;
   int64_t ctx_len = 0, batch_size = 1, grad_accum = 1, steps = 0, warmup_steps = 0;
   double lr = 0, min_lr_ratio = 0;
-  std::function<ObjectiveLoss(const model::Overrides&, const torch::Tensor&)> loss;
+  StageLoss loss;
 };
 
 // metrics.jsonl records of a previous run up to `step` (a resumed run continues after them).
@@ -149,7 +153,8 @@ std::string curves_render(const std::vector<json>& records) {
   for (const auto& r : records) {
     const double step = r.at("step").get<double>();
     if (r.value("eval", false)) {
-      for (const char* k : {"relation_loss", "logit_kl", "attention_kl"}) add(std::string("eval ") + k, step, r.at(k).get<double>());
+      for (const char* k : {"relation_loss", "logit_kl", "attention_kl", "loss_lm"})
+        if (r.contains(k)) add(std::string("eval ") + k, step, r.at(k).get<double>());
       continue;
     }
     add("loss (stage " + std::to_string(r.value("stage", 1)) + ")", step, r.at("loss").get<double>());
@@ -165,7 +170,7 @@ std::string curves_render(const std::vector<json>& records) {
 
 }  // namespace
 
-void restore_run(const RestoreConfig& config) {
+void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample) {
   const auto run_start = Clock::now();
   RestoreConfig c = config;
 
@@ -174,14 +179,28 @@ void restore_run(const RestoreConfig& config) {
       model::device_choice_resolve(c.device, c.dtype, "config key 'device'", "config key 'dtype'");
   c.device = choice.device_name;
   c.dtype = choice.dtype_name;
-  const torch::Device device = choice.device;
+  // Under torchrun (WORLD_SIZE > 1) this process is one rank of a data-parallel run: it reads its
+  // shard of the blocks, gradients are averaged over the ranks, rank 0 alone writes (docs/multi-gpu.md).
+  const std::unique_ptr<Distributed> dist = Distributed::from_env(choice.device);
+  const bool main_rank = !dist || dist->is_main();
+  const int64_t world = dist ? dist->world_size() : 1;  // the paper's G
+  const torch::Device device = dist ? dist->device() : choice.device;
   const torch::ScalarType dtype = choice.dtype;
 
-  if (!fs::is_directory(c.teacher))
-    throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " does not exist");
-  io::HfFolder teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
+  // Pretraining: the "teacher" is a random model (pretrain_init) that keeps its native RoPE, and
+  // every tensor trains with the LM loss; nothing reads the frozen copy but the saved dtypes.
+  const bool pretrain = c.pretrain.enabled();
+  const std::string tokenizer_folder = pretrain ? c.pretrain.tokenizer : c.teacher;
+  if (!fs::is_directory(tokenizer_folder))
+    throw std::invalid_argument(std::string("config key '") + (pretrain ? "pretrain.tokenizer" : "teacher") +
+                                "': folder " + tokenizer_folder + " does not exist");
+  io::HfFolder teacher = pretrain ? pretrain_folder_init(c.pretrain, *io::tokenizer_load(tokenizer_folder), c.seed)
+                                  : io::hf_folder_load(c.teacher, /*load_weights=*/true);
   const model::ModelConfig& tc = teacher.model_config;
-  const model::ModelConfig student_config = student_config_make(teacher, c.student_rope);
+  const model::ModelConfig student_config = pretrain ? tc : student_config_make(teacher, c.student_rope);
+  const BlockMix mix{c.pretrain.passkey_fraction, c.seed, passkey_sample};
+  if (mix.fraction > 0 && !mix.make)
+    throw std::invalid_argument("config key 'pretrain.passkey_fraction': this command has no passkey sample maker (use linear-ard pretrain)");
   const int64_t native = tc.max_position_embeddings;
   const int64_t extended = student_config.max_position_embeddings;
 
@@ -212,7 +231,7 @@ void restore_run(const RestoreConfig& config) {
   const bool whole_model = c.method != "ard" || c.objective.logit_kl > 0 || c.stage2.steps > 0;
   const int64_t last_trainable_layer = whole_model ? num_layers - 1 : layers.back();
 
-  const auto tokenizer = io::tokenizer_load(c.teacher);
+  const auto tokenizer = io::tokenizer_load(tokenizer_folder);
   if (tokenizer->vocab_size() > tc.vocab_size)
     throw std::invalid_argument("teacher " + c.teacher + ": tokenizer has " + std::to_string(tokenizer->vocab_size()) +
                                 " ids but the model's vocab_size is " + std::to_string(tc.vocab_size));
@@ -222,6 +241,11 @@ void restore_run(const RestoreConfig& config) {
   if (c.stage2.steps > 0)
     blocks2.emplace(c.data, *tokenizer, c.stage2.ctx_len, (c.ctx_len + c.stage2.ctx_len - 1) / c.stage2.ctx_len, tc.vocab_size);
 
+  if (dist) {
+    blocks1.shard(dist->rank(), world);
+    if (blocks2) blocks2->shard(dist->rank(), world);
+  }
+
   const fs::path out(c.output);
   const std::string config_yaml = restore_config_to_yaml(c);
   // Resuming checks that the checkpoint is this run's: every key but the ones about stopping.
@@ -229,7 +253,11 @@ void restore_run(const RestoreConfig& config) {
     r.resume = false, r.stop_after_step = 0, r.overwrite = false;
     return restore_config_to_yaml(r);
   };
-  const std::optional<std::string> checkpoint = c.resume ? checkpoint_latest(c.output) : std::nullopt;
+  std::optional<std::string> checkpoint = c.resume && main_rank ? checkpoint_latest(c.output) : std::nullopt;
+  if (dist && c.resume) {
+    const std::string chosen = dist->broadcast_string(checkpoint.value_or(""));
+    if (!chosen.empty()) checkpoint = chosen;
+  }
   std::optional<CheckpointState> resumed;
   std::vector<json> previous_records;
   if (checkpoint) {
@@ -238,13 +266,27 @@ void restore_run(const RestoreConfig& config) {
       throw std::invalid_argument("config key 'resume': checkpoint " + *checkpoint +
                                   " was written by a run with another config (only resume, stop_after_step and "
                                   "overwrite may differ)");
+    if (resumed->world_size != world)
+      throw std::invalid_argument("config key 'resume': checkpoint " + *checkpoint + " was written by a run of " +
+                                  std::to_string(resumed->world_size) + " process(es) and this run has " +
+                                  std::to_string(world) + " (WORLD_SIZE): the data shards and the global batch "
+                                  "depend on it; resume with the same number");
     previous_records = metrics_read((out / "metrics.jsonl").string(), resumed->step);
-  } else {
-    output_prepare(c);
   }
-  io::file_write_atomic((out / "resolved_config.yaml").string(), config_yaml);
-  MetricsLog metrics((out / "metrics.jsonl").string());
-  for (const auto& r : previous_records) metrics.append(r);
+  // Rank 0 alone writes; every rank learns whether it could before anyone goes on.
+  std::optional<MetricsLog> metrics;
+  const auto outputs_open = [&] {
+    if (!main_rank) return;
+    if (!checkpoint) output_prepare(c);
+    io::file_write_atomic((out / "resolved_config.yaml").string(), config_yaml);
+    metrics.emplace((out / "metrics.jsonl").string());
+    for (const auto& r : previous_records) metrics->append(r);
+  };
+  if (dist) dist->run_agreed("preparing the output folder", outputs_open);
+  else outputs_open();
+  const auto metrics_append = [&](const json& record) {
+    if (metrics) metrics->append(record);
+  };
   torch::manual_seed(c.seed);
 
   // Shared frozen weights in the model dtype; `teacher.weights` keeps the checkpoint's own dtype
@@ -255,38 +297,44 @@ void restore_run(const RestoreConfig& config) {
   const model::RopeTables teacher_rope = model::rope_tables_init(tc);
   const model::RopeTables student_rope = model::rope_tables_init(student_config);
   TrainableSet trainables(c.trainable, c.lora, teacher.weights, weights, last_trainable_layer, device);
+  std::optional<GradientBuckets> gradients;
+  if (dist) gradients.emplace(*dist, trainables.parameters());
 
-  ObjectiveContext ctx;
-  ctx.weights = &weights;
-  ctx.teacher_rope = &teacher_rope;
-  ctx.student_rope = &student_rope;
-  ctx.layers = layers;
-  ctx.loss_options.causal = true;
-  ctx.loss_options.lambda_q = c.lambda_q;
-  ctx.loss_options.lambda_k = c.lambda_k;
-  ctx.loss_options.lambda_v = c.lambda_v;
-  ctx.objective = c.objective;
-  ctx.longred_max_skip = c.longred_max_skip;
-  ctx.checkpoint_layers = c.checkpoint_layers;
+  const ObjectiveContext ctx = objective_context_make(c, weights, teacher_rope, student_rope, layers);
 
   const torch::Tensor eval_ids = ids_tensor(blocks1.held_out(), device);
   const auto evaluate = [&](int64_t step) {
-    const RestoreEval e = restore_evaluate(weights, teacher_rope, student_rope, trainables.overrides(dtype), eval_ids,
+    if (pretrain) {
+      const PretrainEval e = pretrain_evaluate(weights, student_rope, trainables.overrides(dtype, /*training=*/false), eval_ids);
+      const json record = {{"step", step}, {"eval", true}, {"loss_lm", e.loss_lm}, {"perplexity", e.perplexity}};
+      metrics_append(record);
+      progress_break();
+      std::printf("eval step %ld | held-out LM loss %.4f | perplexity %.2f\n", static_cast<long>(step), e.loss_lm, e.perplexity);
+      std::fflush(stdout);
+      return record;
+    }
+    const RestoreEval e = restore_evaluate(weights, teacher_rope, student_rope, trainables.overrides(dtype, /*training=*/false), eval_ids,
                                            layers, ctx.loss_options);
     json record = eval_json(e);
     record["step"] = step;
     record["eval"] = true;
-    metrics.append(record);
+    metrics_append(record);
     eval_print(step, e);
     return record;
   };
   std::string layer_text;
   for (int64_t l : layers) layer_text += (layer_text.empty() ? "" : ",") + std::to_string(l);
-  std::printf("restore: %s -> %s (%s x%g), method %s, layers %s, trainable %s: %ld parameters in %zu tensors, %s %s\n",
-              c.teacher.c_str(), c.output.c_str(), model::rope_type_name(student_config.rope.type),
-              student_config.rope.factor.value_or(1.0), c.method.c_str(), layer_text.c_str(), c.trainable.c_str(),
-              static_cast<long>(trainables.parameter_count()), trainables.names().size(), c.device.c_str(),
-              c.dtype.c_str());
+  if (pretrain)
+    std::printf("pretrain: random %ld-layer model (hidden %ld, native context %ld, vocab %ld) -> %s: %ld parameters, %s %s\n",
+                static_cast<long>(num_layers), static_cast<long>(tc.hidden_size), static_cast<long>(native),
+                static_cast<long>(tc.vocab_size), c.output.c_str(), static_cast<long>(trainables.parameter_count()),
+                c.device.c_str(), c.dtype.c_str());
+  else
+    std::printf("restore: %s -> %s (%s x%g), method %s, layers %s, trainable %s: %ld parameters in %zu tensors, %s %s\n",
+                c.teacher.c_str(), c.output.c_str(), model::rope_type_name(student_config.rope.type),
+                student_config.rope.factor.value_or(1.0), c.method.c_str(), layer_text.c_str(), c.trainable.c_str(),
+                static_cast<long>(trainables.parameter_count()), trainables.names().size(), c.device.c_str(),
+                c.dtype.c_str());
   json eval_before;
   for (const auto& r : previous_records)
     if (r.value("eval", false) && r.at("step").get<int64_t>() == 0) eval_before = r;
@@ -323,61 +371,45 @@ void restore_run(const RestoreConfig& config) {
       std::printf("restore: resumed from %s (step %ld)\n", checkpoint->c_str(), static_cast<long>(resumed->step));
     }
     const LrSchedule schedule{stage.lr, stage.warmup_steps, stage.steps, stage.min_lr_ratio};
-    const int64_t tokens_per_step = stage.ctx_len * stage.batch_size * stage.grad_accum;
+    const int64_t tokens_per_step = stage.ctx_len * stage.batch_size * stage.grad_accum * world;
     for (int64_t step = first; step <= stage.steps; ++step) {
       const int64_t global = step_offset + step;
       const auto t0 = Clock::now();
       const double lr = lr_schedule_at(schedule, step - 1);
-      for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-      optimizer.zero_grad();
-      double loss_sum = 0;
-      std::map<std::string, double> parts_sum;
-      for (int64_t a = 0; a < stage.grad_accum; ++a) {
+      int64_t drawn = (step - 1) * stage.batch_size * stage.grad_accum;  // the stage's block index (block_mix)
+      const auto next_batch = [&] {
         std::vector<std::vector<int32_t>> batch;
-        for (int64_t b = 0; b < stage.batch_size; ++b) batch.push_back(blocks.next());
-        const ObjectiveLoss loss = stage.loss(trainables.overrides(dtype), ids_tensor(batch, device));
-        const double value = loss.total.item<double>();
-        if (!std::isfinite(value)) {
-          std::string detail;
-          for (const auto& [k, v] : loss.parts) detail += (detail.empty() ? "" : ", ") + k + " " + std::to_string(v);
-          throw std::runtime_error("step " + std::to_string(global) + ": loss is " + std::to_string(value) + " (" +
-                                   detail + "); stopped before this step's update (try dtype=fp32 or a lower lr)");
-        }
-        (loss.total / static_cast<double>(stage.grad_accum)).backward();
-        loss_sum += value;
-        for (const auto& [k, v] : loss.parts) parts_sum[k] += v;
-      }
-      // clip_grad_norm_ returns the norm before clipping; an infinite max norm measures without clipping.
-      const double max_norm = c.clip_grad_norm > 0 ? c.clip_grad_norm : std::numeric_limits<double>::infinity();
-      const double grad_norm = torch::nn::utils::clip_grad_norm_(trainables.parameters(), max_norm);
-      if (!std::isfinite(grad_norm))
-        throw std::runtime_error("step " + std::to_string(global) + ": gradient norm is " + std::to_string(grad_norm) +
-                                 "; stopped before this step's update (try dtype=fp32 or a lower lr)");
-      optimizer.step();
+        for (int64_t b = 0; b < stage.batch_size; ++b)
+          batch.push_back(block_mix(blocks.next(), drawn++, stage.stage == 1 ? mix : BlockMix{}, *tokenizer));
+        return ids_tensor(batch, device);
+      };
+      const StepResult result = restore_step(stage.loss, trainables, optimizer, next_batch,
+                                             {stage.grad_accum, lr, c.clip_grad_norm, dtype, global,
+                                              gradients ? &*gradients : nullptr});
 
       const double step_s = seconds_since(t0);
       train_s += step_s;
       tokens += tokens_per_step;
-      const double loss_mean = loss_sum / static_cast<double>(stage.grad_accum);
-      json record = {{"step", global}, {"stage", stage.stage}, {"loss", loss_mean}};
-      for (const auto& [k, v] : parts_sum) record[k] = v / static_cast<double>(stage.grad_accum);
+      json record = {{"step", global}, {"stage", stage.stage}, {"loss", result.loss}};
+      for (const auto& [k, v] : result.parts) record[k] = v;
       record.update({{"lr", lr},
-                     {"grad_norm", grad_norm},
+                     {"grad_norm", result.grad_norm},
                      {"tokens", tokens},
                      {"tokens_per_s", static_cast<double>(tokens_per_step) / step_s},
                      {"step_time_s", step_s},
                      {"peak_memory_bytes", memory_peak_bytes(device)}});
-      metrics.append(record);
+      metrics_append(record);
       if (global % c.log_every == 0 || global == total_steps) {
         const double eta = train_s / static_cast<double>(global) * static_cast<double>(total_steps - global);
-        progress_print(global, total_steps, loss_mean, lr, static_cast<double>(tokens_per_step) / step_s, eta);
+        progress_print(global, total_steps, result.loss, lr, static_cast<double>(tokens_per_step) / step_s, eta);
       }
       if (step == stage.steps || (c.eval_every > 0 && global % c.eval_every == 0)) eval_after = evaluate(global);
       const bool stop = global == c.stop_after_step;
-      if (stop || (c.checkpoint_every > 0 && global % c.checkpoint_every == 0)) {
+      // Every rank holds the same trainables, optimizer and generator state; rank 0 writes them.
+      if (main_rank && (stop || (c.checkpoint_every > 0 && global % c.checkpoint_every == 0))) {
         checkpoint_save(c.output,
                         {global, stage.stage, step, step * stage.batch_size * stage.grad_accum, tokens, train_s,
-                         resume_key(c)},
+                         world, resume_key(c)},
                         trainables, optimizer);
       }
       if (stop) {
@@ -389,6 +421,7 @@ void restore_run(const RestoreConfig& config) {
     }
     step_offset += stage.steps;
   }
+  if (!main_rank) return;
 
   // The restored folder: the checkpoint's tensors with the trained ones (LoRA merged) in its dtype,
   // the student's RoPE in config.json, the teacher's tokenizer and generation config.
@@ -414,10 +447,10 @@ void restore_run(const RestoreConfig& config) {
   json budget_stages = json::array();
   int64_t budget = 0;
   for (const StageSpec& stage : stages) {
-    const int64_t n = stage.ctx_len * stage.batch_size * stage.grad_accum * stage.steps;
+    const int64_t n = stage.ctx_len * stage.batch_size * stage.grad_accum * stage.steps * world;
     budget += n;
     budget_stages.push_back({{"stage", stage.stage}, {"L", stage.ctx_len}, {"B", stage.batch_size},
-                             {"A", stage.grad_accum}, {"U", stage.steps}, {"G", 1}, {"tokens", n}});
+                             {"A", stage.grad_accum}, {"U", stage.steps}, {"G", world}, {"tokens", n}});
   }
   json summary = {
       {"token_budget", {{"formula", "N_tok = sum_s L_s * B_s * A_s * U_s * G"}, {"stages", budget_stages}, {"tokens", budget}}},
@@ -444,12 +477,16 @@ void restore_run(const RestoreConfig& config) {
       {"eval_after", eval_after},
       {"model", model_dir}};
   io::json_file_write((out / "training_summary.json").string(), summary);
-  std::printf("restore: relation loss %.4f -> %.4f, logit KL %.4f -> %.4f, attention KL %.4f -> %.4f\n"
-              "restore: %ld tokens in %.1f s (%.0f tok/s); model written to %s\n",
-              eval_before.value("relation_loss", 0.0), eval_after.value("relation_loss", 0.0),
-              eval_before.value("logit_kl", 0.0), eval_after.value("logit_kl", 0.0),
-              eval_before.value("attention_kl", 0.0), eval_after.value("attention_kl", 0.0), static_cast<long>(tokens),
-              train_s, static_cast<double>(tokens) / train_s, model_dir.c_str());
+  if (pretrain)
+    std::printf("pretrain: held-out LM loss %.4f -> %.4f (perplexity %.2f -> %.2f)\n", eval_before.value("loss_lm", 0.0),
+                eval_after.value("loss_lm", 0.0), eval_before.value("perplexity", 0.0), eval_after.value("perplexity", 0.0));
+  else
+    std::printf("restore: relation loss %.4f -> %.4f, logit KL %.4f -> %.4f, attention KL %.4f -> %.4f\n",
+                eval_before.value("relation_loss", 0.0), eval_after.value("relation_loss", 0.0),
+                eval_before.value("logit_kl", 0.0), eval_after.value("logit_kl", 0.0),
+                eval_before.value("attention_kl", 0.0), eval_after.value("attention_kl", 0.0));
+  std::printf("%s: %ld tokens in %.1f s (%.0f tok/s); model written to %s\n", pretrain ? "pretrain" : "restore",
+              static_cast<long>(tokens), train_s, static_cast<double>(tokens) / train_s, model_dir.c_str());
 }
 
 }  // namespace linear_ard::train

@@ -169,7 +169,21 @@ bool TextBlocks::block_take(std::vector<int32_t>& block) {
   return true;
 }
 
+void TextBlocks::shard(int64_t rank, int64_t world) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw std::invalid_argument("data: shard rank " + std::to_string(rank) + " of " + std::to_string(world));
+  shard_rank_ = rank;
+  shard_world_ = world;
+}
+
 std::vector<int32_t> TextBlocks::next() {
+  for (int64_t r = 0; r < shard_rank_; ++r) stream_next();
+  std::vector<int32_t> block = stream_next();
+  for (int64_t r = shard_rank_ + 1; r < shard_world_; ++r) stream_next();
+  return block;
+}
+
+std::vector<int32_t> TextBlocks::stream_next() {
   std::vector<int32_t> block;
   if (block_take(block)) {
     return block;

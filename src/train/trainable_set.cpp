@@ -11,7 +11,7 @@ namespace linear_ard::train {
 
 TrainableSet::TrainableSet(const std::string& mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
                            const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device)
-    : lora_config_(lora) {
+    : lora_config_(lora), last_layer_(last_layer), num_layers_(weights.config.num_hidden_layers) {
   const auto master = [&](const std::string& name) {
     names_.push_back(name);
     parameters_.push_back(checkpoint.at(name).to(device, torch::kFloat).clone().set_requires_grad(true));
@@ -57,15 +57,17 @@ int64_t TrainableSet::parameter_count() const {
   return n;
 }
 
-model::Overrides TrainableSet::overrides(torch::ScalarType dtype) const {
+model::Overrides TrainableSet::overrides(torch::ScalarType dtype, bool training) const {
   model::Overrides o;
   if (!lora_) {
     for (size_t i = 0; i < names_.size(); ++i) o.replace[names_[i]] = parameters_[i].to(dtype);
     return o;
   }
   const double scale = lora_config_.alpha / static_cast<double>(lora_config_.rank);
+  const double dropout = training ? lora_config_.dropout : 0.0;
   for (size_t m = 0; m < modules_.size(); ++m)
-    o.lora[modules_[m]] = model::LoraAdapter{parameters_[2 * m].to(dtype), parameters_[2 * m + 1].to(dtype), scale};
+    o.lora[modules_[m]] =
+        model::LoraAdapter{parameters_[2 * m].to(dtype), parameters_[2 * m + 1].to(dtype), scale, dropout};
   return o;
 }
 
@@ -101,13 +103,22 @@ void TrainableSet::adapters_save(const std::string& folder, const std::string& b
     tensors["base_model.model." + modules_[m] + ".lora_B.weight"] = parameters_[2 * m + 1].detach().to(torch::kCPU);
   }
   io::safetensors_save(folder + "/adapter_model.safetensors", tensors);
+  // PEFT wraps target_modules in every layer unless told which: the adapters stop at last_layer_.
+  nlohmann::json layers_to_transform = nullptr, layers_pattern = nullptr;
+  if (last_layer_ + 1 < num_layers_) {
+    layers_to_transform = nlohmann::json::array();
+    for (int64_t l = 0; l <= last_layer_; ++l) layers_to_transform.push_back(l);
+    layers_pattern = "layers";
+  }
   io::json_file_write(folder + "/adapter_config.json",
                       {{"peft_type", "LORA"},
                        {"task_type", "CAUSAL_LM"},
                        {"base_model_name_or_path", base_model},
                        {"r", lora_config_.rank},
                        {"lora_alpha", lora_config_.alpha},
-                       {"lora_dropout", 0.0},
+                       {"lora_dropout", lora_config_.dropout},
+                       {"layers_to_transform", layers_to_transform},
+                       {"layers_pattern", layers_pattern},
                        {"target_modules", target_modules_},
                        {"bias", "none"},
                        {"fan_in_fan_out", false},

@@ -2,6 +2,8 @@
 // reference on many random shapes, plus a run-to-run determinism measurement. Needs a GPU.
 //   relation_kl_gpu_check            all cases
 //   relation_kl_gpu_check --quick    a few small cases (for compute-sanitizer)
+//   relation_kl_gpu_check --tc-only  skip the SIMT path (checking a tensor-core kernel variant,
+//                                    LINEAR_ARD_CUDA_{FWD,BWD}_VARIANT; may follow --quick)
 // Exits non-zero on any failure; prints one line per case and the worst errors last.
 #include <cuda_runtime.h>
 
@@ -234,7 +236,15 @@ std::vector<Case> make_cases(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, tc_only = false;
+  for (int i = 1; i < argc; ++i) {
+    quick = quick || std::strcmp(argv[i], "--quick") == 0;
+    tc_only = tc_only || std::strcmp(argv[i], "--tc-only") == 0;
+  }
+  const char* fwd_variant = std::getenv("LINEAR_ARD_CUDA_FWD_VARIANT");
+  const char* bwd_variant = std::getenv("LINEAR_ARD_CUDA_BWD_VARIANT");
+  std::printf("kernel variants: fwd %s, bwd %s%s\n", fwd_variant ? fwd_variant : "default",
+              bwd_variant ? bwd_variant : "default", tc_only ? " (tensor-core path only)" : "");
   int failures = 0;
   double worst[5] = {0, 0, 0, 0, 0};
   for (const Case& c : make_cases(quick)) {
@@ -244,6 +254,7 @@ int main(int argc, char** argv) {
     const double floor_rms = grad_floor(prob, ref);
     for (const char* path : {"tc", "simt"}) {
       if (fp32 && std::strcmp(path, "tc") == 0) continue;  // fp32 always takes the SIMT path
+      if (tc_only && std::strcmp(path, "simt") == 0) continue;
       if (std::strcmp(path, "simt") == 0 && c.spec.seq_len > 400) continue;  // slow and covered
       setenv("LINEAR_ARD_CUDA_PATH", path, 1);
       DeviceProblem dev(prob);

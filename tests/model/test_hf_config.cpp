@@ -38,6 +38,21 @@ TEST(HfConfig, LegacyRopeScalingWithOldTypeKey) {
   EXPECT_EQ(model::model_config_context_length(c), 16384);
 }
 
+TEST(HfConfig, RopeScalingAppliesOverRopeParametersAsTransformersDoes) {
+  // A transformers-5 folder whose rope_scaling was set by hand: transformers 5.23 merges rope_scaling
+  // over rope_parameters (checked with AutoConfig); reading only rope_parameters would silently
+  // load the unscaled model.
+  json j = llama_json();
+  j["rope_parameters"] = {{"rope_theta", 10000.0}, {"rope_type", "default"}};
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+  const auto c = io::hf_config_from_json(j);
+  EXPECT_EQ(c.rope.type, model::RopeType::kLinear);
+  EXPECT_DOUBLE_EQ(*c.rope.factor, 4.0);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 10000.0);
+  j["rope_scaling"] = nullptr;  // null: rope_parameters alone
+  EXPECT_EQ(io::hf_config_from_json(j).rope.type, model::RopeType::kDefault);
+}
+
 TEST(HfConfig, ContextLengthWithoutOriginalLength) {
   json j = llama_json();
   // A PI checkpoint as usually published: the extended length is max_position_embeddings already.

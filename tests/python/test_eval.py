@@ -1,6 +1,6 @@
 """Tests of `linear-ard eval` (ppl, tasks, passkey) on CPU against transformers and Python
 re-implementations of lm-evaluation-harness's rules, with a tiny random LLaMA and its byte-level BPE
-tokenizer from scripts/make_demo_teacher.py.
+tokenizer from tests/python/tiny_teacher.py.
 
     LINEAR_ARD_BUILD_DIR=$PWD/build-eval pytest -q tests/python/test_eval.py
 
@@ -22,8 +22,8 @@ import torch
 import transformers
 from tokenizers import Tokenizer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import make_demo_teacher  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiny_teacher  # noqa: E402
 
 DEVICE = os.environ.get("LINEAR_ARD_EVAL_DEVICE", "cpu")
 DTYPE = os.environ.get("LINEAR_ARD_EVAL_DTYPE", "float32")
@@ -58,7 +58,7 @@ def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("eval")
     rng = random.Random(0)
     texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 60))) + "." for _ in range(200)]
-    folder = make_demo_teacher.teacher_make(root / "model", texts, hidden=64, intermediate=128, layers=2,
+    folder = tiny_teacher.teacher_make(root / "model", texts, hidden=64, intermediate=128, layers=2,
                                             heads=4, kv_heads=2, max_positions=256, vocab_size=300,
                                             qk_std=0.15, seed=0)
     model = transformers.LlamaForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, DTYPE))

@@ -1,7 +1,7 @@
 """End-to-end tests of `linear-ard restore` on CPU with a tiny random LLaMA teacher.
 
 The teacher (2 layers, native context 64) and its byte-level BPE tokenizer come from
-scripts/make_demo_teacher.py, trained on generated text over a small word set so that what the
+tests/python/tiny_teacher.py, trained on generated text over a small word set so that what the
 student learns on training blocks carries over to the held-out block. A 20-step PI x8 run must lower
 the held-out relation loss, the attention-map KL and the monitored (not optimised) output-logit KL,
 and write an HF folder transformers loads with the scaled RoPE, in which only q/k/v differ from the
@@ -23,8 +23,8 @@ import transformers
 import yaml
 from safetensors.torch import load_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import make_demo_teacher  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiny_teacher  # noqa: E402
 
 CTX, STEPS, FACTOR = 64, 20, 8
 
@@ -45,10 +45,10 @@ def setup(tmp_path_factory):
     words = ("the model restores relation attention query key value rope scaled student teacher "
              "short context long").split()
     texts = [" ".join(rng.choice(words) for _ in range(rng.randint(20, 60))) + "." for _ in range(300)]
-    teacher = make_demo_teacher.teacher_make(root / "teacher", texts, hidden=64, intermediate=128,
+    teacher = tiny_teacher.teacher_make(root / "teacher", texts, hidden=64, intermediate=128,
                                              layers=2, heads=4, kv_heads=2, max_positions=CTX,
                                              vocab_size=300, qk_std=0.15, seed=0)
-    make_demo_teacher.data_write(root / "data.jsonl", texts)
+    tiny_teacher.data_write(root / "data.jsonl", texts)
     config = root / "config.yaml"
     config.write_text(yaml.safe_dump({
         "teacher": str(teacher), "student_rope": {"rope_type": "linear", "factor": FACTOR},

@@ -25,8 +25,7 @@ from safetensors.torch import load_file
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import make_demo_teacher  # noqa: E402
+import tiny_teacher  # noqa: E402
 from relation_kl_dense import relation_kl_dense  # noqa: E402
 from test_restore import restore  # noqa: E402
 
@@ -39,7 +38,7 @@ def setup(tmp_path_factory):
     rng = random.Random(1)
     words = "the model restores relation attention query key value rope scaled student teacher".split()
     texts = [" ".join(rng.choice(words) for _ in range(rng.randint(20, 40))) + "." for _ in range(60)]
-    teacher = make_demo_teacher.teacher_make(root / "teacher", texts, hidden=32, intermediate=64, layers=2,
+    teacher = tiny_teacher.teacher_make(root / "teacher", texts, hidden=32, intermediate=64, layers=2,
                                              heads=4, kv_heads=2, max_positions=CTX, vocab_size=300,
                                              qk_std=0.15, seed=0)
     tok = transformers.AutoTokenizer.from_pretrained(str(teacher))

@@ -12,6 +12,10 @@
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/rope.h"
 
+namespace linear_ard::train {
+class Distributed;
+}  // namespace linear_ard::train
+
 namespace linear_ard::eval {
 
 struct EvalModel {
@@ -24,11 +28,15 @@ struct EvalModel {
   model::RopeTables rope;
   model::Overrides overrides;  // always empty: evaluation reads the checkpoint as saved
   std::unique_ptr<io::Tokenizer> tokenizer;
+  // Under torchrun (WORLD_SIZE > 1): this process's rank; the scorers split their windows, requests
+  // or prompts over the ranks and gather the scores, so every rank returns the whole result.
+  const train::Distributed* distributed = nullptr;
 };
 
 // Loads `path` (config, weights, tokenizer). device: cpu, cuda or auto (cuda when available);
 // dtype: fp32, bf16 or auto (bf16 on cuda, fp32 on cpu). Throws std::invalid_argument for a bad
-// device/dtype name or a cuda request without a CUDA device.
+// device/dtype name or a cuda request without a CUDA device. Under torchrun the process joins its
+// process group here (train::distributed_process) and loads onto its own GPU (LOCAL_RANK).
 EvalModel eval_model_load(const std::string& path, const std::string& device = "auto",
                           const std::string& dtype = "auto");
 

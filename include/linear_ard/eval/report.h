@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "linear_ard/eval/passkey.h"
+#include "linear_ard/eval/perplexity.h"
 #include "linear_ard/eval/task_eval.h"
 
 namespace linear_ard::eval {
@@ -29,6 +31,14 @@ nlohmann::json tasks_report_json(const std::vector<TaskResult>& results, const s
 std::string tasks_report_markdown(const std::vector<std::string>& names,
                                   const std::vector<nlohmann::json>& reports,
                                   const std::optional<nlohmann::json>& reference);
+
+// One context length's perplexity as JSON (ctx_len, stride, documents, windows, tokens, bytes, nll,
+// ppl, bits_per_byte, seconds, tokens_per_s).
+nlohmann::json ppl_result_json(const PerplexityResult& r);
+
+// Passkey results as JSON: {"tokens_per_s", "rows": [{length, depth, samples, accuracy, outputs,
+// output_ids, prompts: [{text, passkey, tokens}]}]}.
+nlohmann::json passkey_report_json(const PasskeyResult& r);
 
 // Writes `markdown` to `<stem>.md` and `json` to `<stem>.json`, atomically.
 void report_write(const std::string& stem, const std::string& markdown, const nlohmann::json& json);

@@ -12,7 +12,9 @@ namespace linear_ard::model {
 using CheckpointedFn = std::function<torch::Tensor(const torch::Tensor&)>;
 
 // fn(input) whose backward recomputes fn. `params` are every tensor fn reads that needs a gradient
-// (trainable overrides): autograd only sees them through this list. fn must be deterministic.
+// (trainable overrides): autograd only sees them through this list. fn must be
+// deterministic given the random generators' states: the CPU generator's (and the input device's)
+// are kept at forward and restored for the recomputation, so dropout masks repeat.
 torch::Tensor checkpoint_apply(const CheckpointedFn& fn, const torch::Tensor& input,
                                const std::vector<torch::Tensor>& params);
 

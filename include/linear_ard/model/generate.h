@@ -17,10 +17,19 @@ struct GenerateOptions {
   int64_t pad_token_id = 0;
 };
 
+// Wall-clock split of one generation: the prefill forward (which yields the first token) and the
+// one-token decode steps after it. Each step ends in a host sync, so the times hold on CUDA too.
+struct GenerateStats {
+  int64_t prefill_tokens = 0;  // B * n
+  double prefill_seconds = 0;
+  int64_t decode_tokens = 0;   // tokens fed after the prefill: B per step
+  double decode_seconds = 0;
+};
+
 // prompt [B, n] int64 (unpadded, equal lengths) -> [B, n + generated]; stops early when every row
-// has produced an EOS.
+// has produced an EOS. `stats`, when given, receives the timings (added to what it holds).
 torch::Tensor model_generate_greedy(const LlamaWeights& weights, const RopeTables& rope,
                                     const Overrides& overrides, const torch::Tensor& prompt,
-                                    const GenerateOptions& options);
+                                    const GenerateOptions& options, GenerateStats* stats = nullptr);
 
 }  // namespace linear_ard::model

@@ -24,14 +24,18 @@ struct LlamaWeights {
 LlamaWeights llama_weights_from_map(const ModelConfig& config,
                                     std::map<std::string, torch::Tensor> tensors);
 
-// Random weights for a config (normal(0, std), norms at 1): tests and benchmarks.
+// Random weights for a config (normal(0, std), norms at 1) drawn on `device` from torch's
+// generator of that device, seeded with `seed`: tests and benchmarks.
 LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType dtype,
                                   torch::Device device, uint64_t seed, double std = 0.02);
 
-// Low-rank update of a linear weight W [out, in]: y += scale * (x A^T) B^T, A [r, in], B [out, r].
+// Low-rank update of a linear weight W [out, in]: y += scale * (dropout(x) A^T) B^T, A [r, in],
+// B [out, r]. `dropout` > 0 drops the branch's input as PEFT's lora_dropout does in training (each
+// module draws its own mask from the input device's generator); 0 in evaluation.
 struct LoraAdapter {
   torch::Tensor a, b;
   double scale = 1.0;
+  double dropout = 0.0;
 };
 
 // What one model changes on top of the shared weights, by the same HF names: `replace` swaps a

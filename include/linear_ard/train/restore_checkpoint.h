@@ -19,12 +19,14 @@ struct CheckpointState {
   int64_t blocks_consumed = 0;  // training blocks the stage has read (its data position)
   int64_t tokens = 0;           // tokens trained so far, all stages
   double train_s = 0;           // training time so far
+  int64_t world_size = 1;       // data-parallel ranks of the run (its data shards depend on it)
   std::string config_yaml;      // the run's resolved config, to refuse resuming another run
 };
 
 // Writes state.json, trainable.safetensors (fp32), optimizer.pt (libtorch archive) and
-// rng.safetensors (torch's CPU generator) into checkpoint-<step>.tmp, renames it to
-// checkpoint-<step> (a reader sees a whole checkpoint or none) and removes older checkpoints.
+// rng.safetensors (torch's CPU generator, and the current CUDA device's where CUDA is available)
+// into checkpoint-<step>.tmp, renames it to checkpoint-<step> (a reader sees a whole checkpoint or
+// none) and removes older checkpoints.
 void checkpoint_save(const std::string& output, const CheckpointState& state, const TrainableSet& trainables,
                      torch::optim::Optimizer& optimizer);
 
@@ -34,7 +36,7 @@ std::optional<std::string> checkpoint_latest(const std::string& output);
 
 CheckpointState checkpoint_state_read(const std::string& folder);
 
-// Loads the trainable tensors (in place), the optimizer state and the CPU generator's state.
+// Loads the trainable tensors (in place), the optimizer state and the generators' states.
 void checkpoint_restore(const std::string& folder, TrainableSet& trainables, torch::optim::Optimizer& optimizer);
 
 }  // namespace linear_ard::train

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "linear_ard/train/pretrain_config.h"
+
 namespace linear_ard::train {
 
 // What stage 1 optimises (paper Sec. 3.4 and Appendix D), `objective.*`.
@@ -22,6 +24,7 @@ struct ObjectiveConfig {
 struct LoraConfig {
   int64_t rank = 8;
   double alpha = 16.0;
+  double dropout = 0.0;  // PEFT's lora_dropout: on the adapter branch's input, training only
 };
 
 // Optional stage 2, light CPT (next-token loss) under the scaled RoPE, `stage2.*`; steps 0: off.
@@ -36,7 +39,7 @@ struct Stage2Config {
 };
 
 struct RestoreConfig {
-  std::string teacher;               // HF folder of the native-RoPE model (required)
+  std::string teacher;               // HF folder of the native-RoPE model (required unless pretraining)
   nlohmann::json student_rope;       // HF rope dict of the student, e.g. {rope_type: linear, factor: 8}
   std::vector<std::string> data;     // text, JSONL (`text` field) or .npy token files (required)
   std::string method = "ard";        // ard (LinearARD), cpt (LM loss), longred (hidden-state cosine)
@@ -70,6 +73,7 @@ struct RestoreConfig {
   int64_t checkpoint_every = 0;      // 0: no checkpoints; else every N (global) steps
   bool resume = false;               // continue from the output folder's latest checkpoint
   int64_t stop_after_step = 0;       // end the run after this global step's checkpoint; 0: never
+  PretrainConfig pretrain;           // `linear-ard pretrain`: a random model instead of a teacher
 };
 
 // Reads YAML `path`, applies `overrides` ("key=value", dotted keys for nested maps such as

@@ -28,6 +28,12 @@ struct ObjectiveContext {
   bool checkpoint_layers = false;
 };
 
+// The context of run `config` (lambdas, objective, LongReD skip, checkpoint_layers) over `weights`
+// and both RoPEs for the resolved distilled `layers`; the references must outlive it.
+ObjectiveContext objective_context_make(const RestoreConfig& config, const model::LlamaWeights& weights,
+                                        const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,
+                                        std::vector<int64_t> layers);
+
 // The loss to backpropagate and its parts for the metrics (loss_q, loss_k, loss_v or
 // loss_attention, loss_v; loss_logit_kl; loss_lm; loss_hidden_cos).
 struct ObjectiveLoss {

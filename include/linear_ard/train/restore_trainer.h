@@ -2,6 +2,7 @@
 // trained to match the frozen native-RoPE teacher's final-layer Q/Q, K/K, V/V relations.
 #pragma once
 
+#include "linear_ard/train/block_mix.h"
 #include "linear_ard/train/restore_config.h"
 
 namespace linear_ard::train {
@@ -11,6 +12,9 @@ namespace linear_ard::train {
 // folder is created. Then writes into config.output: resolved_config.yaml, metrics.jsonl (one line
 // per step, plus eval lines), training_summary.json, and the restored HF folder model/ (atomic).
 // A NaN/Inf loss or gradient stops the run with std::runtime_error before that update is applied.
-void restore_run(const RestoreConfig& config);
+// With config.pretrain set (`linear-ard pretrain`), the model is a random one from pretrain.model
+// trained whole with the LM loss, held-out LM loss is evaluated instead of the relation losses, and
+// pretrain.passkey_fraction of the training blocks end with a sample of `passkey_sample`.
+void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample = {});
 
 }  // namespace linear_ard::train

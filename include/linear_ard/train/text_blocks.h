@@ -30,6 +30,10 @@ class TextBlocks {
   const std::vector<std::vector<int32_t>>& held_out() const { return held_out_; }
   // The next training block; after the last one, starts a new pass over the files.
   std::vector<int32_t> next();
+  // Makes next() return only blocks rank, rank + world, rank + 2·world, ... of the training stream
+  // (passes included): the disjoint shard of one of `world` data-parallel ranks. The union over
+  // ranks of their k-th group of blocks is the single stream's k-th group of `world` blocks.
+  void shard(int64_t rank, int64_t world);
   // Completed passes over the data (epochs) so far.
   int64_t passes() const { return passes_; }
 
@@ -44,6 +48,8 @@ class TextBlocks {
   void pass_begin();
   // A block from buffer_ if it holds one, else reads on; false at the end of the pass.
   bool block_take(std::vector<int32_t>& block);
+  // The next block of the whole (unsharded) training stream.
+  std::vector<int32_t> stream_next();
 
   std::vector<std::string> files_;
   const io::Tokenizer& tokenizer_;
@@ -62,6 +68,7 @@ class TextBlocks {
   bool file_started_ = false;  // a plain-text file's first chunk gets the special tokens
   int64_t line_ = 0;
   int64_t passes_ = 0;
+  int64_t shard_rank_ = 0, shard_world_ = 1;
 };
 
 }  // namespace linear_ard::train

@@ -29,13 +29,15 @@ class TrainableSet {
   const std::vector<std::string>& names() const { return names_; }
   int64_t parameter_count() const;
 
-  // The student's view: replacements and adapters cast to `dtype` (differentiable).
-  model::Overrides overrides(torch::ScalarType dtype) const;
+  // The student's view: replacements and adapters cast to `dtype` (differentiable); `training`
+  // turns on LoRA dropout (lora.dropout), off for evaluation.
+  model::Overrides overrides(torch::ScalarType dtype, bool training) const;
   // The checkpoint with the trained tensors, each in its checkpoint dtype: replacements as they
   // are, LoRA merged as W + scale * B A (computed in fp32).
   io::TensorMap merged(const io::TensorMap& checkpoint) const;
   // Writes adapter_config.json and adapter_model.safetensors as PEFT's save_pretrained does
-  // (keys base_model.model.<module>.lora_A.weight); LoRA modes only.
+  // (keys base_model.model.<module>.lora_A.weight; layers_to_transform when the adapters stop
+  // before the last layer); LoRA modes only.
   void adapters_save(const std::string& folder, const std::string& base_model) const;
 
   // Parameters by name (fp32, CPU) for checkpoints; state_load copies them back in place so the
@@ -48,6 +50,8 @@ class TrainableSet {
   LoraConfig lora_config_;
   std::vector<std::string> target_modules_;  // LoRA: short module names (q_proj, ...)
   std::vector<std::string> modules_;         // LoRA: full module names, one per adapter
+  int64_t last_layer_ = 0;                   // adapters cover layers 0..last_layer_
+  int64_t num_layers_ = 0;
   std::vector<std::string> names_;
   std::vector<torch::Tensor> parameters_;
 };

@@ -1,9 +1,11 @@
 // Relation-KL CUDA entry points: validate, pick the kernel (tensor cores for bf16/fp16 with
 // d <= 256, SIMT otherwise) and the head-dim bucket, launch on params.stream.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "linear_ard/core/relation_kl.h"  // defines: RelationKLParams, relation_kl_check
 #include "relation_kl_common.cuh"         // defines: cuda_check, side_is_vec
@@ -16,6 +18,39 @@ namespace {
 bool force_simt() {
   const char* v = std::getenv("LINEAR_ARD_CUDA_PATH");
   return v != nullptr && std::strcmp(v, "simt") == 0;
+}
+
+// Kernel variants, chosen per process (read once) for benchmarking candidates without rebuilding:
+// LINEAR_ARD_CUDA_FWD_VARIANT = default (unset) | wgmma, LINEAR_ARD_CUDA_BWD_VARIANT = default |
+// wgmma | wgmma2 (relation_kl_{fwd,bwd}_wgmma.cuh say what they change). They apply to 16-bit
+// inputs with D <= 128 on a compute-capability 9.0 device that loaded the sm_90a image; elsewhere
+// the default kernel runs (with one warning on stderr).
+enum class Variant { kDefault, kWgmma, kWgmma2 };
+
+Variant variant_from_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0 || std::strcmp(v, "default") == 0) return Variant::kDefault;
+  if (std::strcmp(v, "wgmma") == 0) return Variant::kWgmma;
+  if (std::strcmp(v, "wgmma2") == 0 && std::strcmp(name, "LINEAR_ARD_CUDA_BWD_VARIANT") == 0) return Variant::kWgmma2;
+  throw std::invalid_argument(std::string("relation_kl CUDA: ") + name + "=" + v +
+                              " (expected default, wgmma or, for the backward, wgmma2)");
+}
+Variant fwd_variant() {
+  static const Variant v = variant_from_env("LINEAR_ARD_CUDA_FWD_VARIANT");
+  return v;
+}
+Variant bwd_variant() {
+  static const Variant v = variant_from_env("LINEAR_ARD_CUDA_BWD_VARIANT");
+  return v;
+}
+bool wgmma_usable() {
+  const bool ok = cuda::relation_kl_sm90a_available();
+  static bool warned = false;
+  if (!ok && !warned) {
+    warned = true;
+    std::fprintf(stderr, "linear_ard: wgmma kernel variant needs an sm_90a image on a 9.0 device; using default\n");
+  }
+  return ok;
 }
 
 int head_dim_bucket(const RelationKLParams& p) {
@@ -75,7 +110,14 @@ void relation_kl_forward_cuda(const RelationKLParams& p) {
   if (use_tensor_cores(p)) {
     const size_t e = dtype_size(p.dtype);
     const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
-    dispatch_tc(p, [&](auto t, auto d) { cuda::relation_kl_fwd_launch<decltype(t), decltype(d)::value>(p, vs, vt); });
+    dispatch_tc(p, [&](auto t, auto d) {
+      using T = decltype(t);
+      constexpr int D = decltype(d)::value;
+      if constexpr (D <= 128) {
+        if (fwd_variant() == Variant::kWgmma && wgmma_usable()) return cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
+      }
+      cuda::relation_kl_fwd_launch<T, D>(p, vs, vt);
+    });
   } else {
     check_simt_supported(p);
     dispatch_simt(p, [&](auto t) { cuda::relation_kl_simt_fwd_launch<decltype(t)>(p); });
@@ -92,7 +134,18 @@ void relation_kl_backward_cuda(const RelationKLParams& p) {
                      "relation_kl_backward: zero dx");
     const size_t e = dtype_size(p.dtype);
     const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
-    dispatch_tc(p, [&](auto t, auto d) { cuda::relation_kl_bwd_launch<decltype(t), decltype(d)::value>(p, vs, vt); });
+    dispatch_tc(p, [&](auto t, auto d) {
+      using T = decltype(t);
+      constexpr int D = decltype(d)::value;
+      if constexpr (D <= 128) {
+        const Variant v = bwd_variant();
+        if (v != Variant::kDefault && wgmma_usable()) {
+          if (v == Variant::kWgmma2) return cuda::relation_kl_bwd_wgmma_launch<T, D, true>(p, vs, vt);
+          return cuda::relation_kl_bwd_wgmma_launch<T, D, false>(p, vs, vt);
+        }
+      }
+      cuda::relation_kl_bwd_launch<T, D>(p, vs, vt);
+    });
   } else {
     check_simt_supported(p);
     dispatch_simt(p, [&](auto t) { cuda::relation_kl_simt_bwd_launch<decltype(t)>(p); });

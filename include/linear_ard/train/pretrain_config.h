@@ -1,0 +1,24 @@
+// PretrainConfig: the `pretrain.*` keys of a `linear-ard pretrain` run, which trains a LLaMA-family
+// model from random initialisation with the restore trainer's machinery (docs/pretrain.md).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace linear_ard::train {
+
+struct PretrainConfig {
+  // The new model's config.json keys (a map: hidden_size, intermediate_size, num_hidden_layers,
+  // num_attention_heads, max_position_embeddings, ...), or the path of a config.json. Null: not a
+  // pretraining run.
+  nlohmann::json model;
+  std::string tokenizer;           // folder holding the tokenizer (e.g. `linear-ard tokenizer-train`'s)
+  double init_std = 0.02;          // normal(0, init_std) for every matrix, as HF's initializer_range
+  double passkey_fraction = 0.0;   // share of training blocks that end with a passkey-retrieval sample
+  std::string save_dtype = "fp32"; // fp32 | bf16: dtype of the written model.safetensors
+
+  bool enabled() const { return !model.is_null(); }
+};
+
+}  // namespace linear_ard::train

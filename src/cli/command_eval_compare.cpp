@@ -1,0 +1,119 @@
+// `linear-ard eval compare MODEL... --names ...`: the same evaluations on several models (native,
+// scaled, restored) in one report — markdown, JSON and an SVG plot — with Rec. against a reference
+// model (docs/eval.md).
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "command_eval_args.h"           // defines: EvalDeviceArgs, RulerArgs, eval_report_emit
+#include "linear_ard/eval/compare.h"      // defines: compare_*
+#include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
+#include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
+#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, text_documents_read
+#include "linear_ard/eval/ruler.h"        // defines: ruler_evaluate, ruler_report_json
+#include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
+#include "linear_ard/io/file_atomic.h"    // defines: file_write_atomic
+
+namespace linear_ard::cli {
+
+namespace {
+
+struct CompareArgs {
+  std::vector<std::string> models, names;
+  std::string reference;
+  // ppl
+  std::string text;
+  std::vector<int64_t> ctx;
+  eval::PerplexityOptions ppl;
+  // tasks
+  std::vector<std::string> task_files;
+  eval::TaskOptions tasks;
+  std::string avg_metric = "acc";
+  // passkey
+  eval::PasskeyOptions passkey;
+  bool no_bos = false;
+};
+
+}  // namespace
+
+void eval_compare_register(CLI::App& eval) {
+  auto a = std::make_shared<EvalDeviceArgs>();
+  auto c = std::make_shared<CompareArgs>();
+  auto r = std::make_shared<RulerArgs>();
+  CLI::App* sub = eval.add_subcommand("compare", "Several models side by side: ppl, tasks, passkey, RULER");
+  sub->add_option("MODELS", c->models, "HF model folders")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("--names", c->names, "a short name per model (default: the folders)");
+  sub->add_option("--reference", c->reference, "name of the reference model for Rec. (default: the first)");
+  eval_device_args_add(sub, *a);
+  sub->add_option("--text", c->text, "perplexity text: plain text or .jsonl with \"text\"")->check(CLI::ExistingFile);
+  sub->add_option("--ctx", c->ctx, "perplexity context lengths");
+  sub->add_option("--stride", c->ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
+  sub->add_option("--batch-size", c->ppl.batch_size, "perplexity windows / task requests per forward")->capture_default_str();
+  sub->add_option("--tasks", c->task_files, "task files (docs/eval.md schema)")->check(CLI::ExistingFile);
+  sub->add_option("--num-fewshot", c->tasks.num_fewshot)->capture_default_str();
+  sub->add_option("--limit", c->tasks.limit, "only the first N docs of each task")->capture_default_str();
+  sub->add_option("--avg-metric", c->avg_metric, "acc or acc_norm")->capture_default_str();
+  sub->add_flag("--no-bos", c->no_bos, "no BOS before perplexity documents and task contexts");
+  sub->add_option("--passkey-lengths", c->passkey.lengths, "passkey prompt lengths");
+  sub->add_option("--passkey-depths", c->passkey.depths)->capture_default_str();
+  sub->add_option("--passkey-samples", c->passkey.samples)->capture_default_str();
+  ruler_args_add(sub, *r, "ruler-", /*lengths_required=*/false);
+  sub->callback([a, c, r] {
+    if (c->names.empty()) c->names = c->models;
+    if (c->names.size() != c->models.size())
+      throw std::invalid_argument("--names has " + std::to_string(c->names.size()) + " names for " +
+                                  std::to_string(c->models.size()) + " models");
+    const std::string reference = c->reference.empty() ? c->names[0] : c->reference;
+    if (std::find(c->names.begin(), c->names.end(), reference) == c->names.end())
+      throw std::invalid_argument("--reference '" + reference + "' is not one of --names");
+    const bool ppl = !c->text.empty(), tasks = !c->task_files.empty(), passkey = !c->passkey.lengths.empty(),
+               ruler = !r->options.lengths.empty();
+    if (ppl != !c->ctx.empty()) throw std::invalid_argument("perplexity needs both --text and --ctx");
+    if (!ppl && !tasks && !passkey && !ruler)
+      throw std::invalid_argument("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths or --ruler-lengths");
+    // Every input is read and checked before the first model is loaded.
+    const auto docs = ppl ? eval::text_documents_read(c->text) : std::vector<std::string>{};
+    std::vector<eval::TaskFile> task_files;
+    for (const auto& f : c->task_files) task_files.push_back(eval::task_file_read(f));
+    eval::RulerData ruler_data;
+    if (ruler) ruler_data = ruler_args_resolve(*r);
+    c->ppl.add_special_tokens = c->tasks.add_special_tokens = !c->no_bos;
+    c->tasks.batch_size = c->ppl.batch_size;
+
+    nlohmann::json models = nlohmann::json::array();
+    for (size_t m = 0; m < c->models.size(); ++m) {
+      std::cerr << "[compare] " << c->names[m] << ": " << c->models[m] << std::endl;
+      const auto model = eval::eval_model_load(c->models[m], a->device, a->dtype);
+      nlohmann::json entry = {{"name", c->names[m]}, {"path", c->models[m]}, {"device", model.device_name},
+                              {"dtype", model.dtype_name}};
+      if (ppl) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (int64_t ctx : c->ctx) {
+          eval::PerplexityOptions o = c->ppl;
+          o.ctx_len = ctx;
+          rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, docs, o)));
+        }
+        entry["ppl"] = rows;
+      }
+      if (tasks) {
+        std::vector<eval::TaskResult> results;
+        for (const auto& t : task_files) results.push_back(eval::task_evaluate(model, t, c->tasks));
+        entry["tasks"] = eval::tasks_report_json(results, c->avg_metric);
+      }
+      if (passkey) entry["passkey"] = eval::passkey_report_json(eval::passkey_evaluate(model, c->passkey));
+      if (ruler) {
+        eval::RulerData data = ruler_data;
+        eval::ruler_data_words_default(data, *model.tokenizer);
+        entry["ruler"] = eval::ruler_report_json(eval::ruler_evaluate(model, data, r->options));
+      }
+      models.push_back(entry);
+    }
+    const nlohmann::json report = eval::compare_recovery_add({{"reference", reference}, {"models", models}});
+    const std::string markdown = eval::compare_report_markdown(report);
+    eval_report_emit(a->output, markdown, report);
+    const std::string svg = eval::compare_plot_svg(report);
+    if (!a->output.empty() && !svg.empty()) io::file_write_atomic(a->output + ".svg", svg);
+  });
+}
+
+}  // namespace linear_ard::cli

@@ -1,0 +1,310 @@
+// Backward variant "wgmma" (sm_90a, D <= 128): relation_kl_bwd_kernel with S^T = Y X^T of both
+// models as warpgroup MMAs from shared memory. The CTA's 8 warps are two warpgroups of 64 keys;
+// Y and X tiles are kept in the core-matrix layout (relation_kl_sm90.cuh), which wgmma reads by
+// descriptor and the ldmatrix(.trans) of the dY and dX GEMMs read as before (each 8 x 8 block is
+// 128 contiguous bytes). This removes the 80 ldmatrix.x4 per warp and row tile of the S^T GEMM
+// (of about 150): the tensor cores read each X tile once per warpgroup instead of once per warp.
+// Everything else (exponentials, dZ^T staging, dY in registers, dX atomics, one barrier per row
+// tile) is the default kernel's. Selected by LINEAR_ARD_CUDA_BWD_VARIANT=wgmma; "wgmma2" also
+// computes dY += dZ^T X_s by wgmma (A = dZ^T from registers, B = X_s from shared memory).
+#pragma once
+
+#include "relation_kl_bwd.cuh"   // defines: BwdTile
+#include "relation_kl_sm90.cuh"  // defines: load_tile_cm, cm_off, cm_desc, wgmma_*
+
+namespace linear_ard {
+namespace cuda {
+
+template <int D>
+struct BwdWgmmaTile {
+  static_assert(D <= 128, "two warpgroups of 64 keys");
+  static constexpr int kKeys = 128;
+  static constexpr int kRows = 64;  // wgmma n = 64
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = 256;
+  static constexpr int kZPitch = kRows + 8;
+  static constexpr int kDxWarpsM = kRows / 16;
+  static constexpr int kDxWarpsD = kWarps / kDxWarpsM;
+  static constexpr int kDxCols = D / kDxWarpsD;
+  static constexpr size_t kSmemBytes = (2 * kKeys + 2 * 2 * kRows) * D * 2  // Y_s, Y_t, X stages (no pad)
+                                       + 2 * kKeys * kZPitch * 2           // dZ^T, 2 buffers
+                                       + 2 * 3 * kRows * 4;                // row stats stages
+};
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_kernel (see there for the algorithm).
+// kDyWgmma (variant "wgmma2"): dY += dZ^T X_s by wgmma as well, A = the dZ^T registers, B = the
+// X_s tile read MN-major through a descriptor: the ldmatrix.trans and mma.sync of dY go away.
+template <typename T, int D, bool kDyWgmma>
+__global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
+    relation_kl_bwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+#ifdef LINEAR_ARD_SM90A
+  using Tile = BwdWgmmaTile<D>;
+  constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
+  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sYs = reinterpret_cast<T*>(smem_raw);
+  T* sYt = sYs + BN * P;
+  T* sX = sYt + BN * P;              // [stage][model][BM][P]
+  T* sZ = sX + 2 * 2 * BM * P;       // dZ^T [buffer][BN][ZP]
+  float* sStat = reinterpret_cast<float*>(sZ + 2 * BN * ZP);  // [stage][lse2_s, lse2_t, g*scale_s][BM]
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  const int hy = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len;
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int group = p.heads / p.student.heads_y;
+  const int ds = p.student.head_dim, dt = p.teacher.head_dim;
+  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
+  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+
+  // This thread's keys in the S^T accumulators: rows g and g+8 of its warp's 16.
+  const int64_t key_lo = j0 + warp * 16 + g;
+  bool key_ok[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t key = key_lo + 8 * r;
+    key_ok[r] = key < n && (kmask == nullptr || kmask[key]);
+  }
+  const bool any_hidden_key = kmask != nullptr || j0 + BN > n;
+
+  const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
+  const int64_t per_head = rt_end - rt_begin;
+  const int64_t iters = per_head * group;
+
+  // Iteration it = (head in group, row tile); loads that iteration's X tiles and row stats.
+  auto load_rows = [&](int64_t it, int stage) {
+    const int h = hy * group + static_cast<int>(it / per_head);
+    const int64_t i0 = (rt_begin + it % per_head) * BM;
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+    T* dst = sX + stage * 2 * BM * P;
+    load_tile_cm<T, BM, D, Tile::kThreads>(dst, S.x, p.student.x_row_stride, i0, n, ds, vec_s);
+    load_tile_cm<T, BM, D, Tile::kThreads>(dst + BM * P, Tt.x, p.teacher.x_row_stride, i0, n, dt, vec_t);
+    // Rows past n or with no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+    float* st = sStat + stage * 3 * BM;
+    for (int r = threadIdx.x; r < BM; r += Tile::kThreads) {
+      const int64_t row = i0 + r, o = (b * p.heads + h) * n + row;
+      const float lse_s = row < n ? p.lse_student[o] : -INFINITY;
+      const bool live = lse_s != -INFINITY;
+      st[r] = live ? lse_s * kLog2e : INFINITY;
+      st[BM + r] = live ? p.lse_teacher[o] * kLog2e : INFINITY;
+      st[2 * BM + r] = live ? p.grad_kl[o] * p.student.scale : 0.f;
+    }
+  };
+  auto load_teacher_keys = [&](int h) {
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+    load_tile_cm<T, BN, D, Tile::kThreads>(sYt, Tt.y, p.teacher.y_row_stride, j0, n, dt, vec_t);
+  };
+
+  {
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, hy * group);
+    load_tile_cm<T, BN, D, Tile::kThreads>(sYs, S.y, p.student.y_row_stride, j0, n, ds, vec_s);
+  }
+  int hy_t = (hy * group) / (p.heads / p.teacher.heads_y);
+  load_teacher_keys(hy * group);
+  if (iters > 0) load_rows(0, 0);
+  cp_async_commit();
+
+  // B-fragment address, transposed (k = rows of a [k][d] tile, n = d): rows l%8 + ((l/8)%2)*8,
+  // chunk l/16, in the core-matrix layout (+16 rows = 16 D elements, +16 columns = 128).
+  const int bt_off = cm_off<D>(lane % 8 + ((lane / 8) % 2) * 8, (lane / 16) * 8);
+  // A-fragment of dZ (rows x keys) read transposed out of dZ^T [key][row]: keys l%8 + (l/16)*8,
+  // row-chunk (l/8)%2.
+  const int zt_off = (lane % 8 + (lane / 16) * 8) * ZP + ((lane / 8) % 2) * 8;
+  // S^T of warpgroup wg: its 64 keys (A, rows 64 wg.. of Y) against the row tile (B).
+  const int wg = warp / 4;
+
+  // dx rows (and, for the self-relation, dY) go out as float4 atomics when rows are 16-byte aligned.
+  const bool dx_vec4 = ds % 4 == 0 && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0;
+
+  float dy[DT][4];
+#pragma unroll
+  for (int i = 0; i < DT; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dy[i][e] = 0.f;
+
+  // dX[rows wm*16.., cols wd*XC..] of iteration it = dZ Y_s over this CTA's BN keys (dZ^T from
+  // buffer it % 2), added to dx.
+  const int wm = warp % Tile::kDxWarpsM, wd = warp / Tile::kDxWarpsM;
+  auto dx_pass = [&](int64_t it) {
+    const int h = hy * group + static_cast<int>(it / per_head);
+    const int64_t i0 = (rt_begin + it % per_head) * BM;
+    const T* z = sZ + (it & 1) * BN * ZP;
+    float dx[XC / 8][4];
+#pragma unroll
+    for (int i = 0; i < XC / 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t a[4];
+      ldmatrix_x4_trans(a, z + zt_off + kk * 16 * ZP + wm * 16);
+#pragma unroll
+      for (int np = 0; np < XC / 16; ++np) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, sYs + bt_off + kk * 16 * D + (wd * XC + np * 16) / 8 * 64);
+        mma16816<T>(dx[2 * np], a, bf[0], bf[1]);
+        mma16816<T>(dx[2 * np + 1], a, bf[2], bf[3]);
+      }
+    }
+    float* dx_head = p.dx + (b * p.heads + h) * n * ds;
+#pragma unroll
+    for (int i = 0; i < XC / 8; ++i) {
+      atomic_add_frag(dx_head, ds, i0 + wm * 16 + g, n, wd * XC + i * 8, ds, dx[i], dx_vec4);
+    }
+  };
+
+  for (int64_t it = 0; it < iters; ++it) {
+    const int stage = static_cast<int>(it & 1);
+    const int h = hy * group + static_cast<int>(it / per_head);
+    const int64_t i0 = (rt_begin + it % per_head) * BM;
+    // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
+    // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
+    // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();
+    // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
+    if (const int want = h / (p.heads / p.teacher.heads_y); want != hy_t) {
+      load_teacher_keys(h);
+      cp_async_commit();
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();
+      hy_t = want;
+    }
+    if (it + 1 < iters) {
+      load_rows(it + 1, stage ^ 1);
+      cp_async_commit();
+    }
+    if (it > 0) dx_pass(it - 1);
+    const T* sXs = sX + stage * 2 * BM * P;
+    const T* sXt = sXs + BM * P;
+    const float* st = sStat + stage * 3 * BM;
+
+    // S^T for both models: 64 keys x BM rows per warpgroup by wgmma (A = Y, B = X, both from
+    // shared memory); each warp's accumulator rows are its 16 keys, as in the mma.sync kernel.
+    // No zeroing: the first k-step overwrites (scale-d = 0).
+    float zs[RT][4], zt[RT][4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), cm_desc<D>(sXt + kk * 128), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), cm_desc<D>(sXs + kk * 128), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(zs);
+    fence_regs(zt);
+
+    // dZ^T in place of zs. Masking is needed only where a key is hidden or the tile crosses the
+    // causal diagonal; elsewhere rows without a visible key are already zeroed through lse/g.
+    const bool masked = any_hidden_key || (p.causal && i0 < j0 + BN - 1);
+#pragma unroll
+    for (int i = 0; i < RT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int rl = i * 8 + 2 * tq + (e & 1);
+        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        float dz = st[2 * BM + rl] * (ps - pt);
+        if (masked) {
+          const int r = e >> 1;
+          if (!key_ok[r] || (p.causal && key_lo + 8 * r > i0 + rl)) dz = 0.f;
+        }
+        zs[i][e] = dz;
+      }
+
+    // dY[keys] += dZ^T X_s: A = dZ^T straight from the accumulators (two 8-row n-tiles make one
+    // 16-wide k-step), B = X_s read transposed (ldmatrix) or MN-major (wgmma).
+    uint32_t za[BM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      uint32_t(&a)[4] = za[kk];
+      a[0] = pack2<T>(zs[2 * kk][0], zs[2 * kk][1]);
+      a[1] = pack2<T>(zs[2 * kk][2], zs[2 * kk][3]);
+      a[2] = pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]);
+      a[3] = pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3]);
+      if constexpr (!kDyWgmma) {
+#pragma unroll
+        for (int np = 0; np < DT / 2; ++np) {
+          uint32_t bf[4];
+          ldmatrix_x4_trans(bf, sXs + bt_off + kk * 16 * D + np * 128);
+          mma16816<T>(dy[2 * np], a, bf[0], bf[1]);
+          mma16816<T>(dy[2 * np + 1], a, bf[2], bf[3]);
+        }
+      }
+      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
+      T* zrow = sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
+      *reinterpret_cast<uint32_t*>(zrow) = a[0];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP) = a[1];
+      *reinterpret_cast<uint32_t*>(zrow + 8) = a[2];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP + 8) = a[3];
+    }
+    if constexpr (kDyWgmma) {
+      // Warpgroup wg's 64 keys x D: k = the tile's 64 rows, 16 per step (16 D elements apart).
+      fence_regs(dy);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+        wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], cm_desc_mn<D>(sXs + kk * 16 * D), true);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(dy);
+    }
+  }
+  if (iters > 0) {
+    __syncthreads();
+    dx_pass(iters - 1);
+  }
+
+  // dY of this CTA's keys is complete: it owns them, so plain stores (or, for the self-relation,
+  // atomics into dx, where other CTAs add dX rows).
+  if (!p.dy) {
+    float* dx_head = p.dx + (b * p.heads + hy) * n * ds;
+#pragma unroll
+    for (int i = 0; i < DT; ++i) atomic_add_frag(dx_head, ds, key_lo, n, i * 8, ds, dy[i], dx_vec4);
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t key = key_lo + 8 * r;
+    if (key >= n) continue;
+#pragma unroll
+    for (int i = 0; i < DT; ++i) {
+      const int col = i * 8 + 2 * tq;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (col + e >= ds) continue;
+        p.dy[((b * p.student.heads_y + hy) * n + key) * ds + col + e] = dy[i][2 * r + e];
+      }
+    }
+  }
+#endif  // LINEAR_ARD_SM90A
+}
+
+// ------------------------------------------------------------------------------------------------
+// kernel launchers
+
+template <typename T, int D, bool kDyWgmma>
+void relation_kl_bwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  using Tile = BwdWgmmaTile<D>;
+  auto kernel = relation_kl_bwd_wgmma_kernel<T, D, kDyWgmma>;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Tile::kSmemBytes)),
+             "relation_kl_bwd_wgmma: set shared memory");
+  const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kKeys - 1) / Tile::kKeys), p.student.heads_y,
+                  static_cast<unsigned>(p.batch));
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
+  cuda_check(cudaGetLastError(), "relation_kl_bwd_wgmma launch");
+}
+
+}  // namespace cuda
+}  // namespace linear_ard

@@ -1,0 +1,225 @@
+// Hopper-only (sm_90a) building blocks of the wgmma kernel variants: the core-matrix shared-memory
+// tile layout that wgmma reads through descriptors, its tile loads, and the wgmma instructions.
+// The variant kernels compile to real code only in the sm_90a pass (__CUDA_ARCH_FEAT_SM90_ALL);
+// relation_kl_sm90a_available() tells the host whether the loaded image is that one.
+#pragma once
+
+#include "relation_kl_common.cuh"  // defines: cp_async16, smem_u32, to_float
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LINEAR_ARD_SM90A 1
+#endif
+
+namespace linear_ard {
+namespace cuda {
+
+// ------------------------------------------------------------------------------------------------
+// Core-matrix tile layout ("interleave", no swizzle, K-major) of a [rows x D] 16-bit tile:
+// element (r, c) lives at (r / 8) * 8D + (c / 8) * 64 + (r % 8) * 8 + c % 8. Every 8 x 8 block
+// (one core matrix: 8 rows of 16 bytes) is 128 contiguous bytes, so ldmatrix reads of it are
+// conflict-free and a wgmma descriptor describes it with LBO = 128 bytes (next 8 columns) and
+// SBO = 16 D bytes (next 8 rows).
+template <int D>
+__host__ __device__ constexpr int cm_off(int r, int c) {
+  return (r >> 3) * (8 * D) + (c >> 3) * 64 + (r & 7) * 8 + (c & 7);
+}
+
+// load_tile of relation_kl_common.cuh into the core-matrix layout. With 16-byte chunks numbered
+// c = (row group) * D + (column chunk) * 8 + row % 8, chunk c lands at element 8c: the CTA's
+// cp.async stores are contiguous, and each 8 consecutive threads read 8 rows x 16 bytes.
+template <typename T, int ROWS, int D, int NTHREADS>
+__device__ __forceinline__ void load_tile_cm(T* smem, const T* g, int64_t stride, int64_t row0, int64_t n,
+                                             int d, bool vec) {
+  if (vec) {
+    constexpr int kChunks = ROWS * (D / 8);
+    for (int c = threadIdx.x; c < kChunks; c += NTHREADS) {
+      const int q = c % D, r = (c / D) * 8 + (q & 7), col = (q >> 3) * 8;
+      const bool ok = row0 + r < n && col < d;
+      const T* src = ok ? g + (row0 + r) * stride + col : g;
+      cp_async16(smem + 8 * c, src, ok ? 16 : 0);
+    }
+  } else {
+    for (int e = threadIdx.x; e < ROWS * D; e += NTHREADS) {
+      const int r = e / D, col = e % D;
+      const bool ok = row0 + r < n && col < d;
+      smem[cm_off<D>(r, col)] = ok ? g[(row0 + r) * stride + col] : T(0.f);
+    }
+  }
+}
+
+// Shared memory written through the generic proxy (cp.async, st.shared) and read next by wgmma
+// (async proxy): each writing thread fences after its writes complete, before the barrier.
+__device__ __forceinline__ void fence_proxy_async() {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// wgmma shared-memory descriptor of a core-matrix tile starting at `p` (bits 0-13 address >> 4,
+// 16-29 LBO >> 4, 32-45 SBO >> 4, swizzle mode 0).
+template <int D>
+__device__ __forceinline__ uint64_t cm_desc(const void* p) {
+  const uint64_t addr = (smem_u32(p) & 0x3FFFF) >> 4;
+  return addr | (uint64_t(128 >> 4) << 16) | (uint64_t((16 * D) >> 4) << 32);
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#endif
+}
+// Keeps the compiler from moving accumulator reads/writes across wgmma issue and wait.
+template <int NT>
+__device__ __forceinline__ void fence_regs(float (&c)[NT][4]) {
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(c[i][e])::"memory");
+}
+
+template <typename T>
+struct WgmmaType;
+template <>
+struct WgmmaType<__nv_bfloat16> {
+  static constexpr bool kBF16 = true;
+};
+template <>
+struct WgmmaType<__half> {
+  static constexpr bool kBF16 = false;
+};
+
+// D(64 x 32, fp32) (+)= A(64 x 16, registers: the mma.sync m16n8k16 A fragment of each warp's 16
+// rows) * B, B given by a K-major descriptor of 32 rows (n) x 16 columns (k). The accumulator
+// layout per warp equals four mma.sync 16 x 8 C fragments: c[i] = columns 8i..8i+7.
+// accumulate = false overwrites c.
+#define LINEAR_ARD_WGMMA_RS_N32(TY)                                                                      \
+  asm volatile(                                                                                          \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"                                                       \
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY                                            \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n" \
+      : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]),         \
+        "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]),         \
+        "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3])                                        \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)))
+template <typename T>
+__device__ __forceinline__ void wgmma_m64n32k16_rs(float (&c)[4][4], const uint32_t (&a)[4], uint64_t desc_b,
+                                                   bool accumulate) {
+#ifdef LINEAR_ARD_SM90A
+  if constexpr (WgmmaType<T>::kBF16) {
+    LINEAR_ARD_WGMMA_RS_N32("bf16");
+  } else {
+    LINEAR_ARD_WGMMA_RS_N32("f16");
+  }
+#endif
+}
+#undef LINEAR_ARD_WGMMA_RS_N32
+
+// D(64 x 64, fp32) (+)= A * B, A (64 rows m x 16 columns k) and B (64 rows n x 16 columns k) both
+// given by K-major descriptors. Accumulator per warp (rows 16w..16w+15 of the 64) = eight mma.sync
+// 16 x 8 C fragments, c[i] = columns 8i..8i+7.
+#define LINEAR_ARD_WGMMA_SS_N64(TY)                                                                        \
+  asm volatile(                                                                                            \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                         \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                              \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,"    \
+      "%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                            \
+      : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]),           \
+        "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]),           \
+        "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]),           \
+        "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]),           \
+        "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]),           \
+        "+f"(c[7][2]), "+f"(c[7][3])                                                                        \
+      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)))
+template <typename T>
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&c)[8][4], uint64_t desc_a, uint64_t desc_b,
+                                                   bool accumulate) {
+#ifdef LINEAR_ARD_SM90A
+  if constexpr (WgmmaType<T>::kBF16) {
+    LINEAR_ARD_WGMMA_SS_N64("bf16");
+  } else {
+    LINEAR_ARD_WGMMA_SS_N64("f16");
+  }
+#endif
+}
+#undef LINEAR_ARD_WGMMA_SS_N64
+
+// MN-major descriptor of the same core-matrix tile read as B[k = tile rows][n = tile columns]
+// (n contiguous inside each core matrix): LBO = 16 D bytes (next 8 rows = next 8 k), SBO = 128
+// bytes (next 8 columns = next 8 n). Use with trans-b = 1.
+template <int D>
+__device__ __forceinline__ uint64_t cm_desc_mn(const void* p) {
+  const uint64_t addr = (smem_u32(p) & 0x3FFFF) >> 4;
+  return addr | (uint64_t((16 * D) >> 4) << 16) | (uint64_t(128 >> 4) << 32);
+}
+
+// D(64 x N, fp32) (+)= A(64 x 16, registers, mma.sync A fragments) * B(16 x N), B MN-major by
+// descriptor (trans-b = 1), N in {64, 96, 128}; c[i] = columns 8i..8i+7 as mma.sync C fragments.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_m64nNk16_rs_tb(float (&c)[N / 8][4], const uint32_t (&a)[4], uint64_t desc_b,
+                                                     bool accumulate) {
+#ifdef LINEAR_ARD_SM90A
+  static_assert(N == 64 || N == 96 || N == 128, "N");
+  if constexpr (N == 64 && WgmmaType<T>::kBF16) {
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+                   "{%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+                   : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 64 && !WgmmaType<T>::kBF16) {
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+                   "{%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+                   : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 96 && WgmmaType<T>::kBF16) {
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
+                   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}, "
+                   "{%48,%49,%50,%51}, %52, p, 1, 1, 1;\n}\n"
+                   : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3]), "+f"(c[8][0]), "+f"(c[8][1]), "+f"(c[8][2]), "+f"(c[8][3]), "+f"(c[9][0]), "+f"(c[9][1]), "+f"(c[9][2]), "+f"(c[9][3]), "+f"(c[10][0]), "+f"(c[10][1]), "+f"(c[10][2]), "+f"(c[10][3]), "+f"(c[11][0]), "+f"(c[11][1]), "+f"(c[11][2]), "+f"(c[11][3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 96 && !WgmmaType<T>::kBF16) {
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
+                   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}, "
+                   "{%48,%49,%50,%51}, %52, p, 1, 1, 1;\n}\n"
+                   : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3]), "+f"(c[8][0]), "+f"(c[8][1]), "+f"(c[8][2]), "+f"(c[8][3]), "+f"(c[9][0]), "+f"(c[9][1]), "+f"(c[9][2]), "+f"(c[9][3]), "+f"(c[10][0]), "+f"(c[10][1]), "+f"(c[10][2]), "+f"(c[10][3]), "+f"(c[11][0]), "+f"(c[11][1]), "+f"(c[11][2]), "+f"(c[11][3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 128 && WgmmaType<T>::kBF16) {
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+                   "{%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+                   : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3]), "+f"(c[8][0]), "+f"(c[8][1]), "+f"(c[8][2]), "+f"(c[8][3]), "+f"(c[9][0]), "+f"(c[9][1]), "+f"(c[9][2]), "+f"(c[9][3]), "+f"(c[10][0]), "+f"(c[10][1]), "+f"(c[10][2]), "+f"(c[10][3]), "+f"(c[11][0]), "+f"(c[11][1]), "+f"(c[11][2]), "+f"(c[11][3]), "+f"(c[12][0]), "+f"(c[12][1]), "+f"(c[12][2]), "+f"(c[12][3]), "+f"(c[13][0]), "+f"(c[13][1]), "+f"(c[13][2]), "+f"(c[13][3]), "+f"(c[14][0]), "+f"(c[14][1]), "+f"(c[14][2]), "+f"(c[14][3]), "+f"(c[15][0]), "+f"(c[15][1]), "+f"(c[15][2]), "+f"(c[15][3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 128 && !WgmmaType<T>::kBF16) {
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+                   "{%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+                   : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3]), "+f"(c[8][0]), "+f"(c[8][1]), "+f"(c[8][2]), "+f"(c[8][3]), "+f"(c[9][0]), "+f"(c[9][1]), "+f"(c[9][2]), "+f"(c[9][3]), "+f"(c[10][0]), "+f"(c[10][1]), "+f"(c[10][2]), "+f"(c[10][3]), "+f"(c[11][0]), "+f"(c[11][1]), "+f"(c[11][2]), "+f"(c[11][3]), "+f"(c[12][0]), "+f"(c[12][1]), "+f"(c[12][2]), "+f"(c[12][3]), "+f"(c[13][0]), "+f"(c[13][1]), "+f"(c[13][2]), "+f"(c[13][3]), "+f"(c[14][0]), "+f"(c[14][1]), "+f"(c[14][2]), "+f"(c[14][3]), "+f"(c[15][0]), "+f"(c[15][1]), "+f"(c[15][2]), "+f"(c[15][3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
+  }
+#endif
+}
+
+}  // namespace cuda
+}  // namespace linear_ard

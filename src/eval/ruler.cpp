@@ -1,0 +1,158 @@
+// RULER evaluation loop, scoring and report.
+#include "linear_ard/eval/ruler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+
+#include "linear_ard/eval/report.h"     // defines: markdown_table, number_text
+#include "linear_ard/eval/score.h"      // defines: string_match_all, string_match_part, mean_of
+#include "linear_ard/model/generate.h"  // defines: model_generate_greedy
+
+namespace linear_ard::eval {
+
+uint64_t ruler_sample_seed(uint64_t seed, const std::string& task, int64_t length, int64_t index) {
+  // FNV-1a over the task name, then a seed_seq mix: stable across platforms and runs.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : task) h = (h ^ c) * 1099511628211ull;
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(h),
+                    static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(length), static_cast<uint32_t>(index)};
+  uint32_t out[2];
+  seq.generate(out, out + 2);
+  return (static_cast<uint64_t>(out[0]) << 32) | out[1];
+}
+
+RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const RulerOptions& options) {
+  if (options.tasks.empty() || options.lengths.empty() || options.samples < 1)
+    throw std::invalid_argument("RULER needs at least one task, one length and one sample");
+  RulerResult result;
+  result.tasks = options.tasks;
+  result.lengths = options.lengths;
+  const auto log = [&](const std::string& line) {
+    if (options.progress) std::cerr << "[ruler] " << line << std::endl;
+  };
+  for (const auto& name : options.tasks) {
+    const RulerTask& task = ruler_task_find(name);
+    for (int64_t length : options.lengths) {
+      RulerCell cell;
+      cell.task = name;
+      cell.length = length;
+      for (int64_t s = 0; s < options.samples; ++s)
+        cell.samples.push_back(ruler_sample_make(task, data, *model.tokenizer, length,
+                                                 ruler_sample_seed(options.seed, name, length, s)));
+      result.cells.push_back(std::move(cell));
+    }
+  }
+  log("built " + std::to_string(result.cells.size() * options.samples) + " samples");
+  model::GenerateStats stats;
+  const auto start = std::chrono::steady_clock::now();
+  size_t done = 0;
+  const size_t total = result.cells.size() * static_cast<size_t>(options.samples);
+  for (auto& cell : result.cells) {
+    const RulerTask& task = ruler_task_find(cell.task);
+    model::GenerateOptions gen;
+    gen.max_new_tokens = task.max_new_tokens;
+    if (model.tokenizer->eos_id() >= 0) gen.eos_token_ids = {model.tokenizer->eos_id()};
+    for (const auto& sample : cell.samples) {
+      const auto ids = model.tokenizer->encode(sample.prompt, true);
+      const auto prompt =
+          torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0).to(model.device);
+      const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen, &stats);
+      const auto new_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
+      std::vector<int32_t> generated(new_ids.data_ptr<int64_t>(), new_ids.data_ptr<int64_t>() + new_ids.numel());
+      const std::string text = model.tokenizer->decode(generated, /*skip_special_tokens=*/true);
+      const std::string clean = ruler_prediction_clean(text);
+      cell.scores.push_back(100 * (task.match_part ? string_match_part(clean, sample.answers)
+                                                   : string_match_all(clean, sample.answers)));
+      cell.outputs.push_back(text);
+      cell.output_ids.push_back(std::move(generated));
+      ++done;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      char line[256];
+      std::snprintf(line, sizeof line, "%zu/%zu %s @%lld: %lld tokens, score %.0f (%.0fs elapsed, ~%.0fs left)", done,
+                    total, cell.task.c_str(), static_cast<long long>(cell.length),
+                    static_cast<long long>(sample.tokens), cell.scores.back(), elapsed,
+                    elapsed / static_cast<double>(done) * static_cast<double>(total - done));
+      log(line);
+    }
+    cell.score = mean_of(cell.scores);
+  }
+  result.prefill_tokens = stats.prefill_tokens;
+  result.prefill_seconds = stats.prefill_seconds;
+  result.decode_tokens = stats.decode_tokens;
+  result.decode_seconds = stats.decode_seconds;
+  return result;
+}
+
+nlohmann::json ruler_report_json(const RulerResult& r) {
+  nlohmann::json scores = nlohmann::json::object(), avg = nlohmann::json::object(), samples = nlohmann::json::array();
+  double all = 0;
+  for (int64_t length : r.lengths) {
+    double sum = 0;
+    for (const auto& c : r.cells)
+      if (c.length == length) sum += c.score;
+    avg[std::to_string(length)] = sum / static_cast<double>(r.tasks.size());
+    all += sum;
+  }
+  for (const auto& c : r.cells) {
+    scores[c.task][std::to_string(c.length)] = c.score;
+    for (size_t i = 0; i < c.samples.size(); ++i) {
+      const auto& s = c.samples[i];
+      samples.push_back({{"task", c.task}, {"length", c.length}, {"index", i}, {"tokens", s.tokens},
+                         {"haystack", s.haystack}, {"haystack_type", s.haystack_type}, {"prompt", s.prompt},
+                         {"answers", s.answers}, {"output", c.outputs[i]}, {"output_ids", c.output_ids[i]},
+                         {"score", c.scores[i]}});
+    }
+  }
+  const auto rate = [](int64_t t, double s) { return s > 0 ? static_cast<double>(t) / s : 0.0; };
+  return {{"tasks", r.tasks},
+          {"lengths", r.lengths},
+          {"scores", scores},
+          {"avg", avg},
+          {"avg_all", r.cells.empty() ? 0.0 : all / static_cast<double>(r.cells.size())},
+          {"prefill_tokens", r.prefill_tokens},
+          {"prefill_seconds", r.prefill_seconds},
+          {"prefill_tokens_per_s", rate(r.prefill_tokens, r.prefill_seconds)},
+          {"decode_tokens", r.decode_tokens},
+          {"decode_seconds", r.decode_seconds},
+          {"decode_tokens_per_s", rate(r.decode_tokens, r.decode_seconds)},
+          {"samples", samples}};
+}
+
+std::string ruler_report_markdown(const std::vector<std::string>& names, const std::vector<nlohmann::json>& reports) {
+  std::vector<std::string> header{"task"};
+  for (size_t m = 0; m < reports.size(); ++m)
+    for (const auto& l : reports[m].at("lengths"))
+      header.push_back((reports.size() > 1 ? names[m] + " " : std::string()) + std::to_string(l.get<int64_t>()));
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : reports.at(0).at("tasks")) {
+    const std::string task = t.get<std::string>();
+    std::vector<std::string> row{task};
+    for (const auto& r : reports)
+      for (const auto& l : r.at("lengths")) {
+        const std::string key = std::to_string(l.get<int64_t>());
+        const auto& s = r.at("scores");
+        row.push_back(s.contains(task) && s[task].contains(key) ? number_text(s[task][key].get<double>(), 1) : "-");
+      }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> avg{"Avg."}, all{"Avg. all"}, pre{"prefill tok/s"}, dec{"decode tok/s"};
+  for (const auto& r : reports)
+    for (const auto& l : r.at("lengths")) {
+      const bool first = l == r.at("lengths").front();
+      avg.push_back(number_text(r.at("avg").at(std::to_string(l.get<int64_t>())).get<double>(), 1));
+      all.push_back(first ? number_text(r.at("avg_all").get<double>(), 1) : "");
+      pre.push_back(first ? number_text(r.at("prefill_tokens_per_s").get<double>(), 0) : "");
+      dec.push_back(first ? number_text(r.at("decode_tokens_per_s").get<double>(), 1) : "");
+    }
+  rows.push_back(avg);
+  rows.push_back(all);
+  rows.push_back(pre);
+  rows.push_back(dec);
+  return markdown_table(header, rows);
+}
+
+}  // namespace linear_ard::eval

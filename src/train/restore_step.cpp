@@ -1,0 +1,66 @@
+// restore_step: micro-batch forward/backward, NaN/Inf checks, gradient clipping, AdamW update.
+#include "linear_ard/train/restore_step.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "linear_ard/train/gradient_buckets.h"  // defines: GradientBuckets, Distributed
+
+namespace linear_ard::train {
+
+StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::optim::AdamW& optimizer,
+                        const std::function<torch::Tensor()>& next_batch, const StepSettings& settings) {
+  for (auto& group : optimizer.param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(settings.lr);
+  // With buckets the gradients are views of their flat buffers, which step_begin zeroes (libtorch's
+  // zero_grad would detach_ them in place, which views refuse).
+  if (settings.gradients) {
+    settings.gradients->step_begin();
+  } else {
+    optimizer.zero_grad();
+  }
+  StepResult result;
+  const auto accum = static_cast<double>(settings.grad_accum);
+  for (int64_t a = 0; a < settings.grad_accum; ++a) {
+    const ObjectiveLoss l = loss(trainables.overrides(settings.dtype, /*training=*/true), next_batch());
+    const double value = l.total.item<double>();
+    if (!std::isfinite(value)) {
+      std::string detail;
+      for (const auto& [k, v] : l.parts) detail += (detail.empty() ? "" : ", ") + k + " " + std::to_string(v);
+      throw std::runtime_error("step " + std::to_string(settings.global_step) + ": loss is " + std::to_string(value) +
+                               " (" + detail + "); stopped before this step's update (try dtype=fp32 or a lower lr)");
+    }
+    if (settings.gradients && a + 1 == settings.grad_accum) settings.gradients->arm();
+    (l.total / accum).backward();
+    result.loss += value;
+    for (const auto& [k, v] : l.parts) result.parts[k] += v;
+  }
+  result.loss /= accum;
+  for (auto& [k, v] : result.parts) v /= accum;
+  if (settings.gradients) {
+    settings.gradients->finish();
+    // Every rank's loss is a mean over equally many blocks: the global mean is the mean over ranks.
+    const Distributed& d = settings.gradients->distributed();
+    std::vector<double> values{result.loss};
+    for (const auto& [k, v] : result.parts) values.push_back(v);
+    torch::Tensor t = torch::tensor(values, torch::kDouble).to(d.device());
+    d.all_reduce_sum(t, "averaging the step's loss");
+    t = t.cpu() / static_cast<double>(d.world_size());
+    result.loss = t[0].item<double>();
+    int64_t i = 1;
+    for (auto& [k, v] : result.parts) v = t[i++].item<double>();
+  }
+  // clip_grad_norm_ returns the norm before clipping; an infinite max norm measures without clipping.
+  const double max_norm = settings.clip_grad_norm > 0 ? settings.clip_grad_norm : std::numeric_limits<double>::infinity();
+  result.grad_norm = torch::nn::utils::clip_grad_norm_(trainables.parameters(), max_norm);
+  if (!std::isfinite(result.grad_norm))
+    throw std::runtime_error("step " + std::to_string(settings.global_step) + ": gradient norm is " +
+                             std::to_string(result.grad_norm) +
+                             "; stopped before this step's update (try dtype=fp32 or a lower lr)");
+  optimizer.step();
+  return result;
+}
+
+}  // namespace linear_ard::train
