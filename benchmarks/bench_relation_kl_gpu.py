@@ -123,7 +123,8 @@ def sdpa_fwd_bwd(xs):
 
 # Variant name -> (LINEAR_ARD_CUDA_FWD_VARIANT, LINEAR_ARD_CUDA_BWD_VARIANT).
 VARIANTS = {
-    "default": ("default", "default"),
+    "default": ("default", "default"),  # mma.sync forward, wgmma2 backward on sm_90a
+    "mma": ("mma", "mma"),              # the mma.sync kernels of both passes
     "wgmma": ("wgmma", "wgmma"),
     "wgmma2": ("wgmma", "wgmma2"),
     "fwd-wgmma": ("wgmma", "default"),

@@ -145,6 +145,6 @@ r=0
 for p in $p1 $p2 $p3; do wait $p || r=1; done
 echo "experiment: evaluation took $(( $(date +%s) - start )) s"
 [[ $r == 0 ]] || tail -n 5 "$E"/logs/eval_*.log
-cp "$E"/logs/*.log "$out/" 2>/dev/null
+cp "$E"/logs/eval_*.log "$out/" 2>/dev/null
 cat "$out/main_a.md" "$out/main_b.md" "$out/ablations.md" 2>/dev/null
 exit $r

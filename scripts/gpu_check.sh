@@ -8,7 +8,7 @@
 #   SKIP_BENCH=1 scripts/gpu_check.sh   checks only
 #   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
 #   scripts/gpu_check.sh --variants kernel candidates: for each of $VARIANTS (default
-#                                   "default,wgmma,wgmma2"; names in benchmarks/bench_relation_kl_gpu.py)
+#                                   "default,mma,wgmma"; names in benchmarks/bench_relation_kl_gpu.py)
 #                                   the reference checker (tensor-core path) and memcheck on the
 #                                   quick cases, then the 4K/8K/16K benchmark of every variant and
 #                                   one comparison table last
@@ -50,7 +50,7 @@ if [[ "${1:-}" == "--restore-bench" ]]; then
   exit $status
 fi
 if [[ "${1:-}" == "--variants" ]]; then
-  variants="${VARIANTS:-default,wgmma,wgmma2}"
+  variants="${VARIANTS:-default,mma,wgmma}"
   for v in ${variants//,/ }; do
     env_v="$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import bench_relation_kl_gpu as b; \
 print(' '.join(f'{k}={x}' for k, x in b.variant_env('$v').items()))")"

@@ -181,7 +181,7 @@ fi
 
 # 3. Dead rank: 2 ranks by hand (torchrun would kill the survivor itself), rank 1 killed after a few
 #    steps; rank 0 must fail with an error within the timeout (60 s here) plus start-up slack.
-timeout_s=60
+timeout_s=30
 if [[ $gpus -ge 2 ]]; then
   dead="$work/dead"; rm -rf "$dead"
   common=(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 LINEAR_ARD_DIST_TIMEOUT=$timeout_s)

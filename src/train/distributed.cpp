@@ -2,10 +2,14 @@
 // collectives the trainer and the evaluators use.
 #include "linear_ard/train/distributed.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -16,6 +20,35 @@
 #endif
 
 namespace linear_ard::train {
+
+// What a collective wait is, and until when it may last (0: no wait in progress).
+struct Distributed::WaitGuard {
+  std::atomic<int64_t> deadline_ms{0};
+  std::mutex mutex;
+  std::string what;
+
+  // Polls once a second; past a deadline, ends the process (the waiting thread cannot be unblocked).
+  void watch(int64_t rank, std::chrono::milliseconds timeout) {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      const int64_t deadline = deadline_ms.load();
+      if (deadline != 0 && now_ms() > deadline) {
+        std::lock_guard<std::mutex> lock(mutex);
+        std::fprintf(stderr,
+                     "linear-ard: error: rank %lld: %s did not complete within the %lld s timeout "
+                     "(LINEAR_ARD_DIST_TIMEOUT) plus 30 s: another rank died or hangs; stopping\n",
+                     static_cast<long long>(rank), what.c_str(), static_cast<long long>(timeout.count() / 1000));
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    }
+  }
+  static int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
 namespace {
 
 std::string env_text(const char* name, bool required) {
@@ -98,8 +131,12 @@ std::unique_ptr<Distributed> Distributed::from_env(const torch::Device& device) 
   const int rank = static_cast<int>(d->rank_), size = static_cast<int>(world);
   if (device.is_cuda()) {
 #if defined(LINEAR_ARD_WITH_NCCL) && defined(USE_C10D_NCCL)
-    // The watchdog tears a rank down when a collective passes the timeout (e.g. a peer died).
+    // The watchdog tears a rank down when a collective passes the timeout (e.g. a peer died), and
+    // blocking waits make Work::wait itself return the error on the CPU (within the timeout) instead
+    // of leaving the failure to a later device sync. No flight-recorder dump delays the exit.
     setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", /*overwrite=*/0);
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+    setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "0", /*overwrite=*/0);
     auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
     nccl_options->timeout = d->timeout_;
     d->backend_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(d->store_, rank, size, nccl_options);
@@ -117,6 +154,8 @@ std::unique_ptr<Distributed> Distributed::from_env(const torch::Device& device) 
     d->backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(d->store_, rank, size, gloo_options);
     d->backend_name_ = "gloo";
   }
+  d->guard_ = std::make_shared<WaitGuard>();
+  std::thread([guard = d->guard_, rank = d->rank_, timeout = d->timeout_] { guard->watch(rank, timeout); }).detach();
   // The first collective connects every pair: a rank that never comes shows here, by name.
   d->barrier("joining the process group");
   // Rank 0 reports; the others' stdout would repeat it N times (stderr stays: errors name the rank).
@@ -137,6 +176,19 @@ c10::intrusive_ptr<c10d::Work> Distributed::all_reduce_start(torch::Tensor& tens
 }
 
 void Distributed::work_wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) const {
+  struct Armed {  // the guard watches this wait for as long as it lasts
+    WaitGuard& g;
+    Armed(WaitGuard& guard, const std::string& what, std::chrono::milliseconds timeout) : g(guard) {
+      {
+        std::lock_guard<std::mutex> lock(g.mutex);
+        g.what = what;
+      }
+      g.deadline_ms = WaitGuard::now_ms() + timeout.count() + 30000;
+    }
+    ~Armed() { g.deadline_ms = 0; }
+  };
+  std::optional<Armed> armed;
+  if (guard_) armed.emplace(*guard_, what, timeout_);
   try {
     work->wait(timeout_);
   } catch (const std::exception& e) {

@@ -73,6 +73,11 @@ class Distributed {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
   mutable int64_t store_key_ = 0;  // broadcast_string's next key
+  // The last resort against a collective that never returns (NCCL: a peer died and the main thread
+  // sits in a device sync the backend's own watchdog does not break): a detached thread that ends
+  // the process with an error naming the wait when one outlives the timeout by a grace period.
+  struct WaitGuard;
+  std::shared_ptr<WaitGuard> guard_;
 };
 
 // The process's rank in a torchrun launch for commands that do not own one run (eval): joined with

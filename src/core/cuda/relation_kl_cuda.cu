@@ -21,19 +21,23 @@ bool force_simt() {
 }
 
 // Kernel variants, chosen per process (read once) for benchmarking candidates without rebuilding:
-// LINEAR_ARD_CUDA_FWD_VARIANT = default (unset) | wgmma, LINEAR_ARD_CUDA_BWD_VARIANT = default |
-// wgmma | wgmma2 (relation_kl_{fwd,bwd}_wgmma.cuh say what they change). They apply to 16-bit
-// inputs with D <= 128 on a compute-capability 9.0 device that loaded the sm_90a image; elsewhere
-// the default kernel runs (with one warning on stderr).
-enum class Variant { kDefault, kWgmma, kWgmma2 };
+// LINEAR_ARD_CUDA_FWD_VARIANT = default (unset: mma.sync) | mma | wgmma, LINEAR_ARD_CUDA_BWD_VARIANT =
+// default (unset: wgmma2 where usable, else mma.sync) | mma | wgmma | wgmma2
+// (relation_kl_{fwd,bwd}_wgmma.cuh say what they change). The wgmma ones apply to 16-bit inputs with
+// D <= 128 on a compute-capability 9.0 device that loaded the sm_90a image; elsewhere the mma.sync
+// kernel runs (with one warning on stderr when a wgmma variant was asked for by name). The backward
+// default is wgmma2: on an H200 it passes every reference check and is 7-9% faster than mma.sync
+// (docs/kernel.md); the forward's wgmma variant was slower and is not the default.
+enum class Variant { kDefault, kMma, kWgmma, kWgmma2 };
 
 Variant variant_from_env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == 0 || std::strcmp(v, "default") == 0) return Variant::kDefault;
+  if (std::strcmp(v, "mma") == 0) return Variant::kMma;
   if (std::strcmp(v, "wgmma") == 0) return Variant::kWgmma;
   if (std::strcmp(v, "wgmma2") == 0 && std::strcmp(name, "LINEAR_ARD_CUDA_BWD_VARIANT") == 0) return Variant::kWgmma2;
   throw std::invalid_argument(std::string("relation_kl CUDA: ") + name + "=" + v +
-                              " (expected default, wgmma or, for the backward, wgmma2)");
+                              " (expected default, mma, wgmma or, for the backward, wgmma2)");
 }
 Variant fwd_variant() {
   static const Variant v = variant_from_env("LINEAR_ARD_CUDA_FWD_VARIANT");
@@ -139,7 +143,9 @@ void relation_kl_backward_cuda(const RelationKLParams& p) {
       constexpr int D = decltype(d)::value;
       if constexpr (D <= 128) {
         const Variant v = bwd_variant();
-        if (v != Variant::kDefault && wgmma_usable()) {
+        if (v == Variant::kDefault && cuda::relation_kl_sm90a_available())
+          return cuda::relation_kl_bwd_wgmma_launch<T, D, true>(p, vs, vt);
+        if ((v == Variant::kWgmma || v == Variant::kWgmma2) && wgmma_usable()) {
           if (v == Variant::kWgmma2) return cuda::relation_kl_bwd_wgmma_launch<T, D, true>(p, vs, vt);
           return cuda::relation_kl_bwd_wgmma_launch<T, D, false>(p, vs, vt);
         }

@@ -28,15 +28,11 @@ bool relation_kl_sm90a_available() {
     cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "compute capability");
     int found = 0;
     if (major == 9 && minor == 0) {
-      int* d = nullptr;
-      cuda_check(cudaMalloc(&d, sizeof(int)), "sm90a probe alloc");
-      relation_kl_sm90a_probe<<<1, 1>>>(d);
-      // No loadable image (e.g. a 9.x device that is not 9.0): not available, not an error.
-      if (cudaGetLastError() != cudaSuccess ||
-          cudaMemcpy(&found, d, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
-        found = 0;
-      }
-      cuda_check(cudaFree(d), "sm90a probe free");
+      // The probe is compiled for sm_90a alone: an image the device can load means wgmma is there.
+      // An attribute query launches nothing and synchronises nothing (safe inside graph capture).
+      cudaFuncAttributes attr{};
+      if (cudaFuncGetAttributes(&attr, relation_kl_sm90a_probe) == cudaSuccess) found = 1;
+      (void)cudaGetLastError();  // a missing image is an answer, not an error to leave behind
     }
     cached[dev] = found == 1 ? 1 : 2;
   }
