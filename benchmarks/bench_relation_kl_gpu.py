@@ -124,11 +124,9 @@ def sdpa_fwd_bwd(xs):
 # Variant name -> (LINEAR_ARD_CUDA_FWD_VARIANT, LINEAR_ARD_CUDA_BWD_VARIANT).
 VARIANTS = {
     "default": ("default", "default"),  # mma.sync forward, wgmma2 backward on sm_90a
-    "mma": ("mma", "mma"),              # the mma.sync kernels of both passes
-    "wgmma": ("wgmma", "wgmma"),
-    "wgmma2": ("wgmma", "wgmma2"),
-    "fwd-wgmma": ("wgmma", "default"),
-    "bwd-wgmma": ("default", "wgmma"),
+    "mma": ("mma", "mma"),              # the mma.sync backward
+    "wgmma": ("default", "wgmma"),      # wgmma for S^T only
+    "wgmma2": ("default", "wgmma2"),    # wgmma for S^T and dY (the default on sm_90a)
 }
 
 

@@ -20,24 +20,25 @@ bool force_simt() {
   return v != nullptr && std::strcmp(v, "simt") == 0;
 }
 
-// Kernel variants, chosen per process (read once) for benchmarking candidates without rebuilding:
-// LINEAR_ARD_CUDA_FWD_VARIANT = default (unset: mma.sync) | mma | wgmma, LINEAR_ARD_CUDA_BWD_VARIANT =
-// default (unset: wgmma2 where usable, else mma.sync) | mma | wgmma | wgmma2
-// (relation_kl_{fwd,bwd}_wgmma.cuh say what they change). The wgmma ones apply to 16-bit inputs with
-// D <= 128 on a compute-capability 9.0 device that loaded the sm_90a image; elsewhere the mma.sync
-// kernel runs (with one warning on stderr when a wgmma variant was asked for by name). The backward
-// default is wgmma2: on an H200 it passes every reference check and is 7-9% faster than mma.sync
-// (docs/kernel.md); the forward's wgmma variant was slower and is not the default.
+// Backward kernel variants, chosen per process (read once) for comparing them without rebuilding:
+// LINEAR_ARD_CUDA_BWD_VARIANT = default (unset: wgmma2 where usable, else mma.sync) | mma | wgmma |
+// wgmma2 (relation_kl_bwd_wgmma.cuh says what they change). The wgmma ones apply to 16-bit inputs
+// with D <= 128 on a compute-capability 9.0 device that can load the sm_90a image; elsewhere the
+// mma.sync kernel runs (with one warning on stderr when a wgmma variant was asked for by name).
+// wgmma2 passes every reference check on an H200 and is 8-9 % faster than mma.sync (docs/kernel.md).
+// The forward has one kernel (mma.sync): a wgmma forward was measured 13-16 % slower and removed;
+// LINEAR_ARD_CUDA_FWD_VARIANT accepts only default / mma.
 enum class Variant { kDefault, kMma, kWgmma, kWgmma2 };
 
 Variant variant_from_env(const char* name) {
   const char* v = std::getenv(name);
+  const bool bwd = std::strcmp(name, "LINEAR_ARD_CUDA_BWD_VARIANT") == 0;
   if (v == nullptr || *v == 0 || std::strcmp(v, "default") == 0) return Variant::kDefault;
   if (std::strcmp(v, "mma") == 0) return Variant::kMma;
-  if (std::strcmp(v, "wgmma") == 0) return Variant::kWgmma;
-  if (std::strcmp(v, "wgmma2") == 0 && std::strcmp(name, "LINEAR_ARD_CUDA_BWD_VARIANT") == 0) return Variant::kWgmma2;
+  if (bwd && std::strcmp(v, "wgmma") == 0) return Variant::kWgmma;
+  if (bwd && std::strcmp(v, "wgmma2") == 0) return Variant::kWgmma2;
   throw std::invalid_argument(std::string("relation_kl CUDA: ") + name + "=" + v +
-                              " (expected default, mma, wgmma or, for the backward, wgmma2)");
+                              (bwd ? " (expected default, mma, wgmma or wgmma2)" : " (expected default or mma)"));
 }
 Variant fwd_variant() {
   static const Variant v = variant_from_env("LINEAR_ARD_CUDA_FWD_VARIANT");
@@ -112,14 +113,12 @@ void relation_kl_forward_cuda(const RelationKLParams& p) {
   relation_kl_check(p, false);
   if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return;
   if (use_tensor_cores(p)) {
+    (void)fwd_variant();  // default and mma are the same kernel; anything else is refused here
     const size_t e = dtype_size(p.dtype);
     const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
     dispatch_tc(p, [&](auto t, auto d) {
       using T = decltype(t);
       constexpr int D = decltype(d)::value;
-      if constexpr (D <= 128) {
-        if (fwd_variant() == Variant::kWgmma && wgmma_usable()) return cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
-      }
       cuda::relation_kl_fwd_launch<T, D>(p, vs, vt);
     });
   } else {

@@ -1,20 +1,16 @@
-// Instantiates the forward "wgmma" variant (sm_90a; D = 64, 96, 128; bf16 and fp16) and the probe
-// that tells the host whether the device runs this file's sm_90a image (sm90a/CMakeLists.txt builds
-// it for sm_90a alone; the probe also covers a build that adds other images).
-#include "relation_kl_fwd_wgmma.cuh"  // defines: relation_kl_fwd_wgmma_launch
+// relation_kl_sm90a_available: whether the current device runs the sm_90a image of the wgmma
+// kernels (sm90a/CMakeLists.txt compiles this file, like them, for sm_90a alone).
+#include <cuda_runtime.h>
+
+#include "relation_kl_common.cuh"  // defines: cuda_check
+#include "relation_kl_launch.h"    // defines: relation_kl_sm90a_available
 
 namespace linear_ard {
 namespace cuda {
 
 namespace {
-// Writes 1 when the loaded image is the sm_90a one (wgmma compiled in), else 0.
-__global__ void relation_kl_sm90a_probe(int* out) {
-#ifdef LINEAR_ARD_SM90A
-  *out = 1;
-#else
-  *out = 0;
-#endif
-}
+// Never launched: only asked whether the device can load its (sm_90a-only) image.
+__global__ void relation_kl_sm90a_probe() {}
 }  // namespace
 
 bool relation_kl_sm90a_available() {
@@ -38,13 +34,6 @@ bool relation_kl_sm90a_available() {
   }
   return cached[dev] == 1;
 }
-
-template void relation_kl_fwd_wgmma_launch<__nv_bfloat16, 64>(const RelationKLParams&, bool, bool);
-template void relation_kl_fwd_wgmma_launch<__half, 64>(const RelationKLParams&, bool, bool);
-template void relation_kl_fwd_wgmma_launch<__nv_bfloat16, 96>(const RelationKLParams&, bool, bool);
-template void relation_kl_fwd_wgmma_launch<__half, 96>(const RelationKLParams&, bool, bool);
-template void relation_kl_fwd_wgmma_launch<__nv_bfloat16, 128>(const RelationKLParams&, bool, bool);
-template void relation_kl_fwd_wgmma_launch<__half, 128>(const RelationKLParams&, bool, bool);
 
 }  // namespace cuda
 }  // namespace linear_ard
