@@ -19,8 +19,8 @@ out="${OUT:-$root/build/experiment/out}"
 E="${EXPERIMENT_DIR:-$root/build/experiment}"
 mkdir -p "$out" "$E/runs" "$E/logs"
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
-py="$(command -v python3)"
-[[ -x "$root/.venv/bin/python" && -z "${CUDA_VISIBLE_DEVICES+x}" && ! -x "$(command -v nvidia-smi)" ]] && py="$root/.venv/bin/python"
+py="$(command -v python3)"  # the project's .venv where scripts/setup.sh made one (not on the GPU machine)
+[[ -x "$root/.venv/bin/python" ]] && py="$root/.venv/bin/python"
 [[ -f build/corpus/train.jsonl && -f build/corpus/heldout.jsonl ]] || { echo "experiment: build/corpus missing (scripts/make_corpus.sh)"; exit 1; }
 
 if [[ -n "${EXPERIMENT_TINY:-}" ]]; then

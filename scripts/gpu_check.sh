@@ -36,12 +36,11 @@ export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
 # The restore training step (restore_step: objective, trainable set, AdamW) at the LLaMA-2-7B shape
 # beside the paper's Appendix C; only where the trainer builds (yaml-cpp from .devdeps).
 restore_bench() {
-  cmake --build "$build" --target bench_restore_gpu >"$out/build_bench_restore.log" 2>&1
   if [[ -x "$build/benchmarks/bench_restore_gpu" ]]; then
     "$build/benchmarks/bench_restore_gpu" 2>&1 | tee "$out/bench_restore.log"
     step "restore step benchmark (7B shape)" "${PIPESTATUS[0]}"
   else
-    echo "restore benchmark skipped: bench_restore_gpu did not build (see $out/build_bench_restore.log)"
+    echo "restore benchmark skipped: bench_restore_gpu was not built (see $out/configure.log)"
   fi
 }
 if [[ "${1:-}" == "--restore-bench" ]]; then
@@ -96,13 +95,12 @@ else
 fi
 # Evaluation (tasks loglikelihoods, passkey/RULER greedy tokens) against transformers in bf16, and
 # RULER tokens/s; only where the linear-ard binary builds (it needs CLI11 and yaml-cpp).
-cmake --build "$build" --target linear_ard_cli >"$out/build_cli.log" 2>&1
 if [[ -x "$build/src/cli/linear-ard" ]]; then
   python3 tests/gpu/check_eval_transformers.py --build "$build" --device cuda >"$out/eval.log" 2>&1
   step "eval vs transformers (bf16, CUDA)" $?
   tail -8 "$out/eval.log"
 else
-  echo "eval check skipped: linear-ard did not build (see $out/build_cli.log)"
+  echo "eval check skipped: linear-ard was not built (see $out/configure.log)"
 fi
 if [[ -z "${SKIP_BENCH:-}" ]]; then
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log"

@@ -14,8 +14,8 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-out="${OUT:-$root/multi_gpu_out}"
-work="${WORK:-/tmp/linear_ard_multi_gpu}"
+out="${OUT:-$root/build/multi_gpu_out}"
+work="${WORK:-$root/build/multi_gpu}"  # git-ignored; WORK=DIR elsewhere (the 7B folder takes ~14 GB)
 mkdir -p "$out" "$work"
 build="${BUILD_DIR:-$root/build-gpu}"
 export PYTHONUNBUFFERED=1
