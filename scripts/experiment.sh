@@ -9,7 +9,8 @@
 #      Rec. vs native), passkey and RULER at 2x / 4x / 8x the native length.
 # Runs that do not depend on each other share the GPU (the models are small). Every stage is skipped
 # when its output exists, so a second call on a still-warm machine continues. Needs build/corpus
-# (scripts/make_corpus.sh, carried) and builds linear-ard with scripts/gpu_build.sh.
+# (scripts/make_corpus.sh, carried) and builds linear-ard with scripts/gpu_build.sh (or takes
+# PREBUILT=DIR binaries: scripts/gpu_binaries.sh).
 #   scripts/experiment.sh [train|eval|all]        EXPERIMENT_TINY=1: a minutes-long CPU smoke run
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,10 +33,9 @@ if [[ -n "${EXPERIMENT_TINY:-}" ]]; then
   S1=4 S2=2 SC=4 SBIG=8 B1=2 B2=1 limit=20 samples=1 rsamples=1 rtasks="niah_single_1 vt"
   tok_args=(--max-sentences 20000) W=1
 else
-  cli="$root/build-gpu/src/cli/linear-ard"
-  if [[ ! -x "$cli" || "${REBUILD:-1}" == 1 ]]; then
-    LOG_DIR="$E/logs" scripts/gpu_build.sh linear_ard_cli || exit 1
-  fi
+  source scripts/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried binaries, no build)
+  LOG_DIR="$E/logs" gpu_binaries linear_ard_cli || exit 1
+  cli="$build/src/cli/linear-ard"
   N=512 vocab=8192 dev=auto
   pre=() tok_args=() W=20
   # Stage 1: 250 x 8 x 512 = 1.02M tokens; stage 2 (CPT at 8x = 4096): 125 x 2 x 4096 = 1.02M.

@@ -13,6 +13,8 @@
 #                                   quick cases, then the 4K/8K/16K benchmark of every variant and
 #                                   one comparison table last
 #   scripts/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
+#   PREBUILT=.devbin scripts/gpu_check.sh ...  use binaries packed by scripts/prebuilt_pack.sh on the
+#                                   CI-like machine (carried) instead of building here
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -29,8 +31,8 @@ summary=()
 step() { summary+=("$(printf '%-34s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || echo FAILED)")"); [[ $2 -eq 0 ]] || status=1; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
-targets="linear_ard_ops relation_kl_gpu_check model_dump linear_ard_cli bench_restore_gpu"
-BUILD_DIR="$build" LOG_DIR="$out" scripts/gpu_build.sh $targets || exit 1
+source scripts/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried binaries, no build)
+LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_gpu_check model_dump linear_ard_cli bench_restore_gpu || exit 1
 
 export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
 # The restore training step (restore_step: objective, trainable set, AdamW) at the LLaMA-2-7B shape

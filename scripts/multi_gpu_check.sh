@@ -11,6 +11,7 @@
 # Logs, metrics and results.md go to $OUT (or ./multi_gpu_out).
 #   scripts/multi_gpu_check.sh            everything, N up to the number of GPUs (at most 4)
 #   SKIP_SCALING=1 scripts/multi_gpu_check.sh   checks 1 and 3 only
+#   PREBUILT=.devbin scripts/multi_gpu_check.sh  binaries packed by scripts/prebuilt_pack.sh (carried)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -31,8 +32,11 @@ sizes="1"
 max_n="${sizes##* }"
 echo "GPUs: $gpus; N in: $sizes"
 
-BUILD_DIR="$build" LOG_DIR="$out" scripts/gpu_build.sh linear_ard_cli || exit 1
-grep -q "NCCL backend" "$out/configure.log" || { echo "configure did not find nccl.h: no NCCL backend"; grep -i nccl "$out/configure.log"; exit 1; }
+source scripts/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried binaries, no build)
+LOG_DIR="$out" gpu_binaries linear_ard_cli || exit 1
+if [[ -z "${PREBUILT:-}" ]]; then
+  grep -q "NCCL backend" "$out/configure.log" || { echo "configure did not find nccl.h: no NCCL backend"; grep -i nccl "$out/configure.log"; exit 1; }
+fi
 bin="$build/src/cli/linear-ard"
 echo "build done"
 

@@ -9,8 +9,10 @@
 // computes dY += dZ^T X_s by wgmma (A = dZ^T from registers, B = X_s from shared memory).
 #pragma once
 
+#include <type_traits>
+
 #include "relation_kl_bwd.cuh"   // defines: BwdTile
-#include "relation_kl_sm90.cuh"  // defines: load_tile_cm, cm_off, cm_desc, wgmma_*
+#include "relation_kl_sm90.cuh"  // defines: cm_desc, cm_desc_mn, wgmma_*, fence_proxy_async
 
 namespace linear_ard {
 namespace cuda {
@@ -29,6 +31,16 @@ struct BwdWgmmaTile {
   static constexpr size_t kSmemBytes = (2 * kKeys + 2 * 2 * kRows) * D * 2  // Y_s, Y_t, X stages (no pad)
                                        + 2 * kKeys * kZPitch * 2           // dZ^T, 2 buffers
                                        + 2 * 3 * kRows * 4;                // row stats stages
+};
+
+// A backward iteration's place: X head h of the GQA group, row tile starting at i0.
+struct BwdPos {
+  int h;
+  int64_t i0;
+};
+// One row's statistics for the backward: log2-domain LSEs and g * scale_s.
+struct BwdRowStats {
+  float lse2_s, lse2_t, g;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -71,41 +83,56 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
   const bool any_hidden_key = kmask != nullptr || j0 + BN > n;
 
   const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
-  const int64_t per_head = rt_end - rt_begin;
-  const int64_t iters = per_head * group;
+  const int64_t iters = (rt_end - rt_begin) * group;
 
-  // Iteration it = (head in group, row tile); loads that iteration's X tiles and row stats.
-  auto load_rows = [&](int64_t it, int stage) {
-    const int h = hy * group + static_cast<int>(it / per_head);
-    const int64_t i0 = (rt_begin + it % per_head) * BM;
-    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
-    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+  // Iteration it = (X head h of the group, row tile starting at i0), walked without divisions:
+  // row tiles first, then the next head.
+  auto advance = [&](BwdPos q) {
+    q.i0 += BM;
+    if (q.i0 >= rt_end * BM) q.i0 = rt_begin * BM, ++q.h;
+    return q;
+  };
+
+  // Loads iteration q's X tiles (cp.async) and returns its row stats for rows threadIdx.x < BM,
+  // read from global memory into registers now and stored to shared memory by stats_store at the
+  // end of the iteration, so their latency hides behind the whole iteration. Rows past n or with
+  // no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+  auto load_rows = [&](BwdPos q, int stage) {
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, q.h);
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, q.h);
     T* dst = sX + stage * 2 * BM * P;
-    load_tile_cm<T, BM, D, Tile::kThreads>(dst, S.x, p.student.x_row_stride, i0, n, ds, vec_s);
-    load_tile_cm<T, BM, D, Tile::kThreads>(dst + BM * P, Tt.x, p.teacher.x_row_stride, i0, n, dt, vec_t);
-    // Rows past n or with no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
-    float* st = sStat + stage * 3 * BM;
-    for (int r = threadIdx.x; r < BM; r += Tile::kThreads) {
-      const int64_t row = i0 + r, o = (b * p.heads + h) * n + row;
-      const float lse_s = row < n ? p.lse_student[o] : -INFINITY;
-      const bool live = lse_s != -INFINITY;
-      st[r] = live ? lse_s * kLog2e : INFINITY;
-      st[BM + r] = live ? p.lse_teacher[o] * kLog2e : INFINITY;
-      st[2 * BM + r] = live ? p.grad_kl[o] * p.student.scale : 0.f;
+    TileLoader<T, BM, D, Tile::kThreads, true>(S.x, p.student.x_row_stride, n, ds, vec_s).load(dst, q.i0);
+    TileLoader<T, BM, D, Tile::kThreads, true>(Tt.x, p.teacher.x_row_stride, n, dt, vec_t).load(dst + BM * P, q.i0);
+    BwdRowStats st{INFINITY, INFINITY, 0.f};
+    const int64_t row = q.i0 + threadIdx.x;
+    if (threadIdx.x < BM && row < n) {
+      const int64_t o = (b * p.heads + q.h) * n + row;
+      const float lse_s = p.lse_student[o];
+      if (lse_s != -INFINITY) st = {lse_s * kLog2e, p.lse_teacher[o] * kLog2e, p.grad_kl[o] * p.student.scale};
+    }
+    return st;
+  };
+  auto stats_store = [&](const BwdRowStats& st, int stage) {
+    if (threadIdx.x < BM) {
+      float* dst = sStat + stage * 3 * BM + threadIdx.x;
+      dst[0] = st.lse2_s;
+      dst[BM] = st.lse2_t;
+      dst[2 * BM] = st.g;
     }
   };
   auto load_teacher_keys = [&](int h) {
     const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
-    load_tile_cm<T, BN, D, Tile::kThreads>(sYt, Tt.y, p.teacher.y_row_stride, j0, n, dt, vec_t);
+    TileLoader<T, BN, D, Tile::kThreads, true>(Tt.y, p.teacher.y_row_stride, n, dt, vec_t).load(sYt, j0);
   };
 
   {
     const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, hy * group);
-    load_tile_cm<T, BN, D, Tile::kThreads>(sYs, S.y, p.student.y_row_stride, j0, n, ds, vec_s);
+    TileLoader<T, BN, D, Tile::kThreads, true>(S.y, p.student.y_row_stride, n, ds, vec_s).load(sYs, j0);
   }
   int hy_t = (hy * group) / (p.heads / p.teacher.heads_y);
   load_teacher_keys(hy * group);
-  if (iters > 0) load_rows(0, 0);
+  BwdPos cur{hy * group, rt_begin * BM}, prev_pos = cur;
+  if (iters > 0) stats_store(load_rows(cur, 0), 0);
   cp_async_commit();
 
   // B-fragment address, transposed (k = rows of a [k][d] tile, n = d): rows l%8 + ((l/8)%2)*8,
@@ -117,8 +144,10 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
   // S^T of warpgroup wg: its 64 keys (A, rows 64 wg.. of Y) against the row tile (B).
   const int wg = warp / 4;
 
-  // dx rows (and, for the self-relation, dY) go out as float4 atomics when rows are 16-byte aligned.
+  // dx rows (and, for the self-relation, dY) go out as float4 atomics when rows are 16-byte aligned;
+  // with ds = D and a whole row tile inside the sequence no bound checks are needed.
   const bool dx_vec4 = ds % 4 == 0 && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0;
+  const bool dx_unchecked = dx_vec4 && ds == D;
 
   float dy[DT][4];
 #pragma unroll
@@ -126,13 +155,11 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dy[i][e] = 0.f;
 
-  // dX[rows wm*16.., cols wd*XC..] of iteration it = dZ Y_s over this CTA's BN keys (dZ^T from
-  // buffer it % 2), added to dx.
+  // dX[rows wm*16.., cols wd*XC..] of iteration q = dZ Y_s over this CTA's BN keys (dZ^T from
+  // buffer `buf`), added to dx.
   const int wm = warp % Tile::kDxWarpsM, wd = warp / Tile::kDxWarpsM;
-  auto dx_pass = [&](int64_t it) {
-    const int h = hy * group + static_cast<int>(it / per_head);
-    const int64_t i0 = (rt_begin + it % per_head) * BM;
-    const T* z = sZ + (it & 1) * BN * ZP;
+  auto dx_pass = [&](BwdPos q, int buf) {
+    const T* z = sZ + buf * BN * ZP;
     float dx[XC / 8][4];
 #pragma unroll
     for (int i = 0; i < XC / 8; ++i)
@@ -150,23 +177,50 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
         mma16816<T>(dx[2 * np + 1], a, bf[2], bf[3]);
       }
     }
-    float* dx_head = p.dx + (b * p.heads + h) * n * ds;
+    float* dx_head = p.dx + (b * p.heads + q.h) * n * ds;
+    const int64_t row = q.i0 + wm * 16 + g;
+    if (dx_unchecked && q.i0 + BM <= n) {
+      float* dst = dx_head + (row + (tq & 1) * 8) * D + wd * XC + 2 * (tq & ~1);
 #pragma unroll
-    for (int i = 0; i < XC / 8; ++i) {
-      atomic_add_frag(dx_head, ds, i0 + wm * 16 + g, n, wd * XC + i * 8, ds, dx[i], dx_vec4);
+      for (int i = 0; i < XC / 8; ++i) atomicAdd(reinterpret_cast<float4*>(dst + i * 8), frag_row4(dx[i]));
+    } else {
+#pragma unroll
+      for (int i = 0; i < XC / 8; ++i) atomic_add_frag(dx_head, ds, row, n, wd * XC + i * 8, ds, dx[i], dx_vec4);
     }
+  };
+
+  // dZ^T of a row tile in place of zs (kMasked: a key is hidden or the tile crosses the causal
+  // diagonal; elsewhere rows without a visible key are already zeroed through lse2 = inf, g = 0).
+  auto dz_compute = [&](auto& zs, const auto& zt, const float* st, int64_t i0, auto masked_tag) {
+    constexpr bool kMasked = decltype(masked_tag)::value;
+    // Causal: key key_lo + 8r is hidden from row i0 + rl when rl < key_lo + 8r - i0.
+    const int first_row = static_cast<int>(max(int64_t(-8), min(key_lo - i0, int64_t(BM))));
+#pragma unroll
+    for (int i = 0; i < RT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int rl = i * 8 + 2 * tq + (e & 1);
+        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        float dz = st[2 * BM + rl] * (ps - pt);
+        if constexpr (kMasked) {
+          const int r = e >> 1;
+          if (!key_ok[r] || (p.causal && rl < first_row + 8 * r)) dz = 0.f;
+        }
+        zs[i][e] = dz;
+      }
   };
 
   for (int64_t it = 0; it < iters; ++it) {
     const int stage = static_cast<int>(it & 1);
-    const int h = hy * group + static_cast<int>(it / per_head);
-    const int64_t i0 = (rt_begin + it % per_head) * BM;
     // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
     // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
     // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
     cp_async_wait<0>();
     fence_proxy_async();
     __syncthreads();
+    const int h = cur.h;
+    const int64_t i0 = cur.i0;
     // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
     if (const int want = h / (p.heads / p.teacher.heads_y); want != hy_t) {
       load_teacher_keys(h);
@@ -176,18 +230,21 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       __syncthreads();
       hy_t = want;
     }
+    const BwdPos next = advance(cur);
+    BwdRowStats next_stats{};
     if (it + 1 < iters) {
-      load_rows(it + 1, stage ^ 1);
+      next_stats = load_rows(next, stage ^ 1);
       cp_async_commit();
     }
-    if (it > 0) dx_pass(it - 1);
     const T* sXs = sX + stage * 2 * BM * P;
     const T* sXt = sXs + BM * P;
     const float* st = sStat + stage * 3 * BM;
 
     // S^T for both models: 64 keys x BM rows per warpgroup by wgmma (A = Y, B = X, both from
     // shared memory); each warp's accumulator rows are its 16 keys, as in the mma.sync kernel.
-    // No zeroing: the first k-step overwrites (scale-d = 0).
+    // No zeroing: the first k-step overwrites (scale-d = 0). Issued before the dX pass of the
+    // previous row tile, so that pass's ldmatrix, mma.sync and atomics run while the tensor cores
+    // work through these.
     float zs[RT][4], zt[RT][4];
     wgmma_fence();
 #pragma unroll
@@ -199,27 +256,16 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), cm_desc<D>(sXs + kk * 128), kk > 0);
     }
     wgmma_commit();
+    if (it > 0) dx_pass(prev_pos, stage ^ 1);
     wgmma_wait<0>();
     fence_regs(zs);
     fence_regs(zt);
 
-    // dZ^T in place of zs. Masking is needed only where a key is hidden or the tile crosses the
-    // causal diagonal; elsewhere rows without a visible key are already zeroed through lse/g.
-    const bool masked = any_hidden_key || (p.causal && i0 < j0 + BN - 1);
-#pragma unroll
-    for (int i = 0; i < RT; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int rl = i * 8 + 2 * tq + (e & 1);
-        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
-        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
-        float dz = st[2 * BM + rl] * (ps - pt);
-        if (masked) {
-          const int r = e >> 1;
-          if (!key_ok[r] || (p.causal && key_lo + 8 * r > i0 + rl)) dz = 0.f;
-        }
-        zs[i][e] = dz;
-      }
+    if (any_hidden_key || (p.causal && i0 < j0 + BN - 1)) {
+      dz_compute(zs, zt, st, i0, std::true_type{});
+    } else {
+      dz_compute(zs, zt, st, i0, std::false_type{});
+    }
 
     // dY[keys] += dZ^T X_s: A = dZ^T straight from the accumulators (two 8-row n-tiles make one
     // 16-wide k-step), B = X_s read transposed (ldmatrix) or MN-major (wgmma).
@@ -259,10 +305,13 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       wgmma_wait<0>();
       fence_regs(dy);
     }
+    if (it + 1 < iters) stats_store(next_stats, stage ^ 1);
+    prev_pos = cur;
+    cur = next;
   }
   if (iters > 0) {
     __syncthreads();
-    dx_pass(iters - 1);
+    dx_pass(prev_pos, static_cast<int>((iters - 1) & 1));
   }
 
   // dY of this CTA's keys is complete: it owns them, so plain stores (or, for the self-relation,

@@ -98,20 +98,25 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
 // On sm_90 the lanes tq, tq^1 swap half their values so each holds 4 consecutive columns of one
 // row, and one 16-byte red.global.add.v4.f32 replaces four scalar atomics (a quarter of the L2
 // atomic operations). Every lane of the warp must call it (the swap is a shuffle).
+// One 16x8 mma C fragment as 4 consecutive columns of one row per lane: lanes tq, tq^1 of a quad
+// swap half their values, so an even lane holds row r, columns 2tq..2tq+3 and an odd lane row
+// r + 8, columns 2(tq-1)..2tq+1. Every lane of the warp must call it (shuffles).
+__device__ __forceinline__ float4 frag_row4(const float (&c)[4]) {
+  const bool odd = threadIdx.x & 1;
+  const float s0 = __shfl_xor_sync(0xffffffffu, odd ? c[0] : c[2], 1);
+  const float s1 = __shfl_xor_sync(0xffffffffu, odd ? c[1] : c[3], 1);
+  return odd ? make_float4(s0, s1, c[2], c[3]) : make_float4(c[0], c[1], s0, s1);
+}
+
 __device__ __forceinline__ void atomic_add_frag(float* m, int64_t ld, int64_t row, int64_t nrows, int col0,
                                                 int ncols, const float (&c)[4], bool vec4) {
   const int tq = threadIdx.x % 4;
 #if __CUDA_ARCH__ >= 900
   if (vec4) {
-    const bool odd = tq & 1;
-    const float s0 = __shfl_xor_sync(0xffffffffu, odd ? c[0] : c[2], 1);
-    const float s1 = __shfl_xor_sync(0xffffffffu, odd ? c[1] : c[3], 1);
-    const int64_t r = row + (odd ? 8 : 0);
+    const float4 v = frag_row4(c);
+    const int64_t r = row + (tq & 1) * 8;
     const int col = col0 + 2 * (tq & ~1);
-    if (r < nrows && col < ncols) {
-      atomicAdd(reinterpret_cast<float4*>(m + r * ld + col),
-                odd ? make_float4(s0, s1, c[2], c[3]) : make_float4(c[0], c[1], s0, s1));
-    }
+    if (r < nrows && col < ncols) atomicAdd(reinterpret_cast<float4*>(m + r * ld + col), v);
     return;
   }
 #endif
@@ -160,6 +165,109 @@ __device__ __forceinline__ void load_tile(T* smem, const T* g, int64_t stride, i
     }
   }
 }
+
+// Core-matrix tile layout ("interleave", no swizzle, K-major) of a [rows x D] 16-bit tile:
+// element (r, c) lives at (r / 8) * 8D + (c / 8) * 64 + (r % 8) * 8 + c % 8. Every 8 x 8 block
+// (one core matrix: 8 rows of 16 bytes) is 128 contiguous bytes, so ldmatrix reads of it are
+// conflict-free and a wgmma descriptor describes it with LBO = 128 bytes (next 8 columns) and
+// SBO = 16 D bytes (next 8 rows).
+template <int D>
+__host__ __device__ constexpr int cm_off(int r, int c) {
+  return (r >> 3) * (8 * D) + (c >> 3) * 64 + (r & 7) * 8 + (c & 7);
+}
+
+// load_tile of relation_kl_common.cuh into the core-matrix layout. With 16-byte chunks numbered
+// c = (row group) * D + (column chunk) * 8 + row % 8, chunk c lands at element 8c: the CTA's
+// cp.async stores are contiguous, and each 8 consecutive threads read 8 rows x 16 bytes.
+template <typename T, int ROWS, int D, int NTHREADS>
+__device__ __forceinline__ void load_tile_cm(T* smem, const T* g, int64_t stride, int64_t row0, int64_t n,
+                                             int d, bool vec) {
+  if (vec) {
+    constexpr int kChunks = ROWS * (D / 8);
+    for (int c = threadIdx.x; c < kChunks; c += NTHREADS) {
+      const int q = c % D, r = (c / D) * 8 + (q & 7), col = (q >> 3) * 8;
+      const bool ok = row0 + r < n && col < d;
+      const T* src = ok ? g + (row0 + r) * stride + col : g;
+      cp_async16(smem + 8 * c, src, ok ? 16 : 0);
+    }
+  } else {
+    for (int e = threadIdx.x; e < ROWS * D; e += NTHREADS) {
+      const int r = e / D, col = e % D;
+      const bool ok = row0 + r < n && col < d;
+      smem[cm_off<D>(r, col)] = ok ? g[(row0 + r) * stride + col] : T(0.f);
+    }
+  }
+}
+
+// Repeated loads of [ROWS x D] tiles (rows row0.., every column) of one [n x d] matrix by a CTA of
+// NTHREADS threads, into the row-pitch layout of load_tile (kCoreMatrix = false) or the core-matrix
+// layout of load_tile_cm (true), with each thread's addressing worked out once. Where every thread
+// keeps one 16-byte column chunk over the whole tile (kFast: D = 64 / 128 / 256 with 128 or 256
+// threads), a tile costs each thread ROWS * D / 8 / NTHREADS cp.async, one 64-bit multiply and a
+// row bound check per chunk, instead of the index arithmetic of the general loops (which
+// dominated the kernels' integer instructions). Global reads stay coalesced and shared-memory
+// writes conflict-free: the chunk order is load_tile's / load_tile_cm's. Elsewhere (d % 8 != 0,
+// unaligned rows, D = 96) it runs load_tile / load_tile_cm.
+template <typename T, int ROWS, int D, int NTHREADS, bool kCoreMatrix>
+struct TileLoader {
+  static constexpr int kChunksPerRow = D / 8;
+  static constexpr bool kFast =
+      kCoreMatrix ? (NTHREADS % D == 0 && ROWS % (NTHREADS / D * 8) == 0)
+                  : (NTHREADS % kChunksPerRow == 0 && ROWS % (NTHREADS / kChunksPerRow) == 0);
+  // Rows one pass of the CTA covers, and the elements between a thread's chunks of two passes.
+  static constexpr int kRowsPerPass = !kFast ? 1 : kCoreMatrix ? NTHREADS / D * 8 : NTHREADS / kChunksPerRow;
+  static constexpr int kPasses = ROWS / kRowsPerPass;
+  static constexpr int kSmemPerPass = kCoreMatrix ? 8 * NTHREADS : kRowsPerPass * (D + 8);
+
+  const T* g;
+  int64_t stride;
+  int64_t n;
+  int d;
+  bool vec;
+  int row;       // this thread's first row of a tile
+  int col;       // its column chunk (elements)
+  int smem_off;  // its first chunk's element offset in the tile
+
+  __device__ __forceinline__ TileLoader(const T* g_, int64_t stride_, int64_t n_, int d_, bool vec_)
+      : g(g_), stride(stride_), n(n_), d(d_), vec(vec_) {
+    const int tid = threadIdx.x;
+    if constexpr (kCoreMatrix) {
+      const int q = tid % D;
+      row = (tid / D) * 8 + (q & 7);
+      col = (q >> 3) * 8;
+      smem_off = 8 * tid;
+    } else {
+      row = tid / kChunksPerRow;
+      col = (tid % kChunksPerRow) * 8;
+      smem_off = row * (D + 8) + col;
+    }
+  }
+
+  // Issues the cp.async (or plain copies) of rows [row0, row0 + ROWS); rows >= n and columns >= d
+  // become zeros.
+  __device__ __forceinline__ void load(T* smem, int64_t row0) const {
+    if constexpr (kFast) {
+      if (vec) {
+        const int64_t first = row0 + row;
+        // Rows of the tile left from this thread's first one (0 when none or the column is padding).
+        const int left = col < d ? static_cast<int>(max(int64_t(0), min(n - first, int64_t(ROWS)))) : 0;
+        const T* src = g + first * stride + col;
+#pragma unroll
+        for (int i = 0; i < kPasses; ++i) {
+          const bool ok = i * kRowsPerPass < left;
+          cp_async16(smem + smem_off + i * kSmemPerPass, ok ? src : g, ok ? 16 : 0);
+          src += kRowsPerPass * stride;
+        }
+        return;
+      }
+    }
+    if constexpr (kCoreMatrix) {
+      load_tile_cm<T, ROWS, D, NTHREADS>(smem, g, stride, row0, n, d, vec);
+    } else {
+      load_tile<T, ROWS, D, NTHREADS>(smem, g, stride, row0, n, d, vec);
+    }
+  }
+};
 
 // One model's X and Y base pointers for batch b, X head h (Y head by the GQA rule).
 template <typename T>

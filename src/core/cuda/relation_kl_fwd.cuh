@@ -1,7 +1,9 @@
 // Fused relation-KL forward on tensor cores: both models' online LSEs and the row KL in one launch.
 #pragma once
 
-#include "relation_kl_common.cuh"  // defines: mma16816, ldmatrix_x4, load_tile, ex2, side_ptrs
+#include <type_traits>
+
+#include "relation_kl_common.cuh"  // defines: mma16816, ldmatrix_x4, TileLoader, ex2, side_ptrs
 
 namespace linear_ard {
 namespace cuda {
@@ -56,15 +58,22 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
 
   const int64_t kv_end = p.causal ? min(n, r0 + BM) : n;
   const int ntiles = static_cast<int>((kv_end + BN - 1) / BN);
+  // Key tiles [0, nfull) need no mask: they end before the sequence end and, when causal, at or
+  // before the block's first row. The rest (at most the diagonal tiles and the last) take the
+  // per-element mask; with a key mask every tile does.
+  const int64_t last_free = min(n - 1, p.causal ? r0 : n - 1);  // highest key visible to every row
+  const int nfull = kmask ? 0 : static_cast<int>(min(int64_t(ntiles), (last_free + 1) / BN));
 
+  using YLoader = TileLoader<T, BN, D, Tile::kThreads, false>;
+  const YLoader ys_loader(S.y, p.student.y_row_stride, n, ds, vec_s);
+  const YLoader yt_loader(Tt.y, p.teacher.y_row_stride, n, dt, vec_t);
   auto load_keys = [&](int t, int stage) {
     T* dst = sY + stage * 2 * BN * P;
-    load_tile<T, BN, D, Tile::kThreads>(dst, S.y, p.student.y_row_stride, int64_t(t) * BN, n, ds, vec_s);
-    load_tile<T, BN, D, Tile::kThreads>(dst + BN * P, Tt.y, p.teacher.y_row_stride, int64_t(t) * BN, n, dt,
-                                        vec_t);
+    ys_loader.load(dst, int64_t(t) * BN);
+    yt_loader.load(dst + BN * P, int64_t(t) * BN);
   };
-  load_tile<T, BM, D, Tile::kThreads>(sXs, S.x, p.student.x_row_stride, r0, n, ds, vec_s);
-  load_tile<T, BM, D, Tile::kThreads>(sXt, Tt.x, p.teacher.x_row_stride, r0, n, dt, vec_t);
+  TileLoader<T, BM, D, Tile::kThreads, false>(S.x, p.student.x_row_stride, n, ds, vec_s).load(sXs, r0);
+  TileLoader<T, BM, D, Tile::kThreads, false>(Tt.x, p.teacher.x_row_stride, n, dt, vec_t).load(sXt, r0);
   if (ntiles > 0) load_keys(0, 0);
   cp_async_commit();
 
@@ -88,7 +97,10 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
   float l_t[2] = {0.f, 0.f}, l_s[2] = {0.f, 0.f}, acc_a[2] = {0.f, 0.f};
   const int64_t row_lo = r0 + warp * 16 + g;  // this thread's rows: row_lo, row_lo + 8
 
-  for (int t = 0; t < ntiles; ++t) {
+  // One key tile; kMasked: the tile needs the per-element mask (the unmasked instantiation has no
+  // mask code and no guards for rows that have seen no key: its logits are all finite).
+  auto tile_step = [&](int t, auto masked_tag) {
+    constexpr bool kMasked = decltype(masked_tag)::value;
     // Tile t (issued one iteration ago) becomes visible; past the barrier every warp is done with
     // tile t - 1, so its stage can take tile t + 1 (one barrier per tile).
     cp_async_wait<0>();
@@ -129,19 +141,21 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
       }
     }
 
-    // Scale into log2 units; on tiles that cross the causal diagonal, the sequence end or a key
-    // mask, hidden logits become -inf (both models share the mask).
+    // Scale into log2 units; on masked tiles hidden logits become -inf (both models share the mask).
+    // Key offsets relative to this thread's first row, in 32 bits (the tile is 32 keys wide).
     const int64_t k0 = int64_t(t) * BN;
-    const bool masked = kmask != nullptr || k0 + BN > n || (p.causal && k0 + BN - 1 > r0);
+    const int diag = static_cast<int>(min(row_lo - k0, int64_t(BN)));  // keys k0 + c with c > diag + 8r are causal-hidden
+    const int kend = static_cast<int>(min(n - k0, int64_t(BN)));       // keys k0 + c with c >= kend are past n
 #pragma unroll
     for (int i = 0; i < NT; ++i)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         zs[i][e] *= cs;
         zt[i][e] *= ct;
-        if (masked) {
-          const int64_t key = k0 + i * 8 + 2 * tq + (e & 1), row = row_lo + (e >> 1) * 8;
-          if (key >= n || (p.causal && key > row) || (kmask && !kmask[key])) zs[i][e] = zt[i][e] = -INFINITY;
+        if constexpr (kMasked) {
+          const int c = i * 8 + 2 * tq + (e & 1);
+          if (c >= kend || (p.causal && c > diag + (e >> 1) * 8) || (kmask && !kmask[k0 + c]))
+            zs[i][e] = zt[i][e] = -INFINITY;
         }
       }
 
@@ -158,7 +172,11 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
       mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 1));
       mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 2));
       // A row that has seen no visible key yet keeps max -inf; subtract 0 instead so no inf - inf.
-      const float use_t = mx_t == -INFINITY ? 0.f : mx_t, use_s = mx_s == -INFINITY ? 0.f : mx_s;
+      float use_t = mx_t, use_s = mx_s;
+      if constexpr (kMasked) {
+        use_t = mx_t == -INFINITY ? 0.f : mx_t;
+        use_s = mx_s == -INFINITY ? 0.f : mx_s;
+      }
       const float alpha_t = ex2(m_t[r] - use_t), alpha_s = ex2(m_s[r] - use_s);
       m_t[r] = mx_t;
       m_s[r] = mx_s;
@@ -171,7 +189,7 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
           sum_t += pt;
           sum_s += ex2(zs[i][e] - use_s);
           // Hidden entries have pt = 0 and z_t - z_s = -inf - -inf: keep them out of A.
-          if (masked) {
+          if constexpr (kMasked) {
             sum_a += pt > 0.f ? pt * (zt[i][e] - zs[i][e]) : 0.f;
           } else {
             sum_a = fmaf(pt, zt[i][e] - zs[i][e], sum_a);
@@ -181,7 +199,9 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
       l_s[r] = fmaf(l_s[r], alpha_s, sum_s);
       acc_a[r] = fmaf(acc_a[r], alpha_t, sum_a);
     }
-  }
+  };
+  for (int t = 0; t < nfull; ++t) tile_step(t, std::false_type{});
+  for (int t = nfull; t < ntiles; ++t) tile_step(t, std::true_type{});
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

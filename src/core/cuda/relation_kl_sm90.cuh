@@ -4,7 +4,7 @@
 // relation_kl_sm90a_available() tells the host whether the loaded image is that one.
 #pragma once
 
-#include "relation_kl_common.cuh"  // defines: cp_async16, smem_u32, to_float
+#include "relation_kl_common.cuh"  // defines: cp_async16, smem_u32, to_float, cm_off
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define LINEAR_ARD_SM90A 1
@@ -12,40 +12,6 @@
 
 namespace linear_ard {
 namespace cuda {
-
-// ------------------------------------------------------------------------------------------------
-// Core-matrix tile layout ("interleave", no swizzle, K-major) of a [rows x D] 16-bit tile:
-// element (r, c) lives at (r / 8) * 8D + (c / 8) * 64 + (r % 8) * 8 + c % 8. Every 8 x 8 block
-// (one core matrix: 8 rows of 16 bytes) is 128 contiguous bytes, so ldmatrix reads of it are
-// conflict-free and a wgmma descriptor describes it with LBO = 128 bytes (next 8 columns) and
-// SBO = 16 D bytes (next 8 rows).
-template <int D>
-__host__ __device__ constexpr int cm_off(int r, int c) {
-  return (r >> 3) * (8 * D) + (c >> 3) * 64 + (r & 7) * 8 + (c & 7);
-}
-
-// load_tile of relation_kl_common.cuh into the core-matrix layout. With 16-byte chunks numbered
-// c = (row group) * D + (column chunk) * 8 + row % 8, chunk c lands at element 8c: the CTA's
-// cp.async stores are contiguous, and each 8 consecutive threads read 8 rows x 16 bytes.
-template <typename T, int ROWS, int D, int NTHREADS>
-__device__ __forceinline__ void load_tile_cm(T* smem, const T* g, int64_t stride, int64_t row0, int64_t n,
-                                             int d, bool vec) {
-  if (vec) {
-    constexpr int kChunks = ROWS * (D / 8);
-    for (int c = threadIdx.x; c < kChunks; c += NTHREADS) {
-      const int q = c % D, r = (c / D) * 8 + (q & 7), col = (q >> 3) * 8;
-      const bool ok = row0 + r < n && col < d;
-      const T* src = ok ? g + (row0 + r) * stride + col : g;
-      cp_async16(smem + 8 * c, src, ok ? 16 : 0);
-    }
-  } else {
-    for (int e = threadIdx.x; e < ROWS * D; e += NTHREADS) {
-      const int r = e / D, col = e % D;
-      const bool ok = row0 + r < n && col < d;
-      smem[cm_off<D>(r, col)] = ok ? g[(row0 + r) * stride + col] : T(0.f);
-    }
-  }
-}
 
 // Shared memory written through the generic proxy (cp.async, st.shared) and read next by wgmma
 // (async proxy): each writing thread fences after its writes complete, before the barrier.

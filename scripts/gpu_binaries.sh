@@ -1,0 +1,20 @@
+# Sourced by the GPU scripts (gpu_check.sh, multi_gpu_check.sh, experiment.sh):
+#   gpu_binaries TARGET...
+# sets `build` to a build tree that holds the TARGETs: $PREBUILT when set (binaries packed on the
+# CI-like machine by scripts/prebuilt_pack.sh and carried; the Debian libraries they link come in
+# $PREBUILT/lib, libtorch is this machine's), else $BUILD_DIR (default build-gpu) after building the
+# TARGETs there with scripts/gpu_build.sh (logs in $LOG_DIR). Returns non-zero when the build fails.
+gpu_binaries() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  if [[ -n "${PREBUILT:-}" ]]; then
+    build="$(cd "$PREBUILT" && pwd)" || return 1
+    local torch_lib
+    torch_lib="$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')" || return 1
+    export LD_LIBRARY_PATH="$build/lib:$build/src/ops:$build/src/model:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "gpu_binaries: prebuilt binaries in $build (not built here)"
+  else
+    build="${BUILD_DIR:-$root/build-gpu}"
+    BUILD_DIR="$build" "$root/scripts/gpu_build.sh" "$@"
+  fi
+}

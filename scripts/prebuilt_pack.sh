@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Packs binaries built on this (CI-like, Debian 12) machine for the GPU machine, so a device call
+# can skip its ~3.5-minute build: the same PyPI libtorch 2.11 runs on both, and Debian's glibc 2.36
+# is older than the GPU image's. Copies whichever of the GPU scripts' targets exist in BUILD_DIR
+# into OUT (default .devbin, git-excluded) with the build tree's layout, plus the Debian shared
+# libraries linear-ard links (yaml-cpp, PCRE2, SentencePiece) into OUT/lib, which the GPU image
+# lacks. On the device: carry OUT and run e.g. `PREBUILT=.devbin scripts/gpu_check.sh --iterate`.
+#   scripts/prebuilt_pack.sh BUILD_DIR [OUT]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:?usage: scripts/prebuilt_pack.sh BUILD_DIR [OUT]}"
+out="${2:-$root/.devbin}"
+[[ -d "$build" ]] || { echo "prebuilt_pack: $build is not a build folder" >&2; exit 1; }
+rm -rf "$out.tmp" && mkdir -p "$out.tmp/lib"
+n=0
+for f in src/ops/liblinear_ard_ops.so src/model/liblinear_ard_model.so tests/gpu/relation_kl_gpu_check \
+         tests/model/model_dump src/cli/linear-ard benchmarks/bench_restore_gpu; do
+  if [[ -f "$build/$f" ]]; then
+    mkdir -p "$out.tmp/$(dirname "$f")"
+    cp "$build/$f" "$out.tmp/$f"
+    n=$((n + 1))
+  fi
+done
+# The Debian libraries of every packed ELF file, by the names the loader asks for.
+for f in $(find "$out.tmp" -type f ! -path "*/lib/*"); do
+  ldd "$f" 2>/dev/null | awk '/libyaml-cpp|libpcre2|libsentencepiece/ {print $3}' | while read -r lib; do
+    [[ -f "$lib" ]] && cp -L "$lib" "$out.tmp/lib/"
+  done
+done
+rm -rf "$out" && mv "$out.tmp" "$out"
+echo "prebuilt_pack: $n binaries and $(ls "$out/lib" | wc -l) libraries in $out ($(du -sh "$out" | cut -f1))"
