@@ -10,7 +10,9 @@ gpu_binaries() {
   if [[ -n "${PREBUILT:-}" ]]; then
     build="$(cd "$PREBUILT" && pwd)" || return 1
     local torch_lib
-    torch_lib="$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')" || return 1
+    # libtorch and the CUDA runtime of the wheel (nvidia/cu13/lib), which the binaries also ask for.
+    torch_lib="$(python3 -c 'import glob, os, torch; d = os.path.dirname(torch.__file__)
+print(":".join([os.path.join(d, "lib")] + sorted(glob.glob(os.path.join(d, "..", "nvidia", "cu*", "lib")))))')" || return 1
     export LD_LIBRARY_PATH="$build/lib:$build/src/ops:$build/src/model:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     echo "gpu_binaries: prebuilt binaries in $build (not built here)"
   else

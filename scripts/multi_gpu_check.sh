@@ -11,6 +11,7 @@
 # Logs, metrics and results.md go to $OUT (or ./multi_gpu_out).
 #   scripts/multi_gpu_check.sh            everything, N up to the number of GPUs (at most 4)
 #   SKIP_SCALING=1 scripts/multi_gpu_check.sh   checks 1 and 3 only
+#   ONLY=scaling scripts/multi_gpu_check.sh      some of equivalence,scaling,dead (comma-separated)
 #   PREBUILT=.devbin scripts/multi_gpu_check.sh  binaries packed by scripts/prebuilt_pack.sh (carried)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +23,9 @@ build="${BUILD_DIR:-$root/build-gpu}"
 export PYTHONUNBUFFERED=1
 status=0
 summary=()
+only="${ONLY:-equivalence,scaling,dead}"
+[[ -n "${SKIP_SCALING:-}" ]] && only="${only//scaling/}"
+wanted() { [[ ",$only," == *",$1,"* ]]; }
 step() { summary+=("$(printf '%-44s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || echo FAILED)")"); [[ $2 -eq 0 ]] || status=1; }
 
 gpus="$(nvidia-smi --list-gpus | wc -l)"
@@ -73,6 +77,7 @@ EOF
 
 # 1. Equivalence: global batch 4 on every N (batch_size 4/N per GPU).
 port=29611
+if wanted equivalence; then
 for n in $sizes; do
   torchrun --no-python --nproc-per-node "$n" --master-port "$port" "$bin" restore "$tiny_cfg" \
     "output=$work/eq_$n" overwrite=true batch_size=$((4 / n)) >"$out/equivalence_$n.log" 2>&1
@@ -101,10 +106,11 @@ for n in sizes:
 sys.exit(1 if bad else 0)
 EOF
 step "equivalence: loss curves within 1e-4" "${PIPESTATUS[0]}"
+fi
 
 # 2. Scaling: LLaMA-2-7B shape, random bf16 weights, final-layer ARD (QKV of all 32 layers trainable),
 #    ctx 4096, batch 1 per GPU, PI x2.
-if [[ -z "${SKIP_SCALING:-}" ]]; then
+if wanted scaling; then
   big="$work/llama2_7b_random"
   if [[ ! -f "$big/done" ]]; then
     python3 - "$big" "$work/tiny/teacher" <<'EOF' || { echo "7B-shaped folder failed"; exit 1; }
@@ -186,7 +192,7 @@ fi
 # 3. Dead rank: 2 ranks by hand (torchrun would kill the survivor itself), rank 1 killed after a few
 #    steps; rank 0 must fail with an error within the timeout (60 s here) plus start-up slack.
 timeout_s=30
-if [[ $gpus -ge 2 ]]; then
+if [[ $gpus -ge 2 ]] && wanted dead; then
   dead="$work/dead"; rm -rf "$dead"
   common=(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 LINEAR_ARD_DIST_TIMEOUT=$timeout_s)
   env "${common[@]}" RANK=0 LOCAL_RANK=0 "$bin" restore "$tiny_cfg" "output=$dead" steps=100000 \
