@@ -2,6 +2,7 @@
 #include "linear_ard/train/restore_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -29,7 +30,8 @@ const std::vector<std::string>& sub_keys(const std::string& key) {
   static const std::vector<std::string> longred = {"max_skip"};
   static const std::vector<std::string> stage2 = {"steps", "ctx_len", "batch_size", "grad_accum", "lr",
                                                   "warmup_steps", "min_lr_ratio"};
-  static const std::vector<std::string> pretrain = {"model", "tokenizer", "init_std", "passkey_fraction", "save_dtype"};
+  static const std::vector<std::string> pretrain = {"model", "tokenizer", "init_std", "passkey_fraction",
+                                                    "answer_weight", "save_dtype"};
   static const std::vector<std::string> none;
   if (key == "pretrain") return pretrain;
   if (key == "objective") return objective;
@@ -145,6 +147,8 @@ void pretrain_validate(const RestoreConfig& c) {
   check(!p.tokenizer.empty(), "pretrain.tokenizer", "is required (folder with tokenizer.json or tokenizer.model)");
   check(p.init_std > 0, "pretrain.init_std", "must be > 0");
   check(p.passkey_fraction >= 0 && p.passkey_fraction <= 1, "pretrain.passkey_fraction", "must be in [0, 1]");
+  check(std::isfinite(p.answer_weight) && p.answer_weight >= 0, "pretrain.answer_weight",
+        "must be a finite number >= 0 (1: the answer tokens weigh as much as every other token)");
   check(p.save_dtype == "fp32" || p.save_dtype == "bf16", "pretrain.save_dtype",
         "must be fp32 or bf16, got '" + p.save_dtype + "'");
 }
@@ -291,6 +295,7 @@ RestoreConfig restore_config_load(const std::string& path, const std::vector<std
         else if (full == "pretrain.tokenizer") c.pretrain.tokenizer = scalar_as<std::string>(x, full, "a folder path");
         else if (full == "pretrain.init_std") c.pretrain.init_std = scalar_as<double>(x, full, "a number");
         else if (full == "pretrain.passkey_fraction") c.pretrain.passkey_fraction = scalar_as<double>(x, full, "a number");
+        else if (full == "pretrain.answer_weight") c.pretrain.answer_weight = scalar_as<double>(x, full, "a number");
         else if (full == "pretrain.save_dtype") c.pretrain.save_dtype = scalar_as<std::string>(x, full, "fp32 or bf16");
         else if (full == "objective.relations") c.objective.relations = scalar_as<std::string>(x, full, "qkv or attention");
         else if (full == "objective.logit_kl") c.objective.logit_kl = scalar_as<double>(x, full, "a number");
@@ -404,6 +409,7 @@ std::string restore_config_to_yaml(const RestoreConfig& c) {
     out << YAML::Key << "tokenizer" << YAML::Value << c.pretrain.tokenizer;
     out << YAML::Key << "init_std" << YAML::Value << number_text(c.pretrain.init_std);
     out << YAML::Key << "passkey_fraction" << YAML::Value << number_text(c.pretrain.passkey_fraction);
+    out << YAML::Key << "answer_weight" << YAML::Value << number_text(c.pretrain.answer_weight);
     out << YAML::Key << "save_dtype" << YAML::Value << c.pretrain.save_dtype;
     out << YAML::EndMap;
   }

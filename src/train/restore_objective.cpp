@@ -85,17 +85,26 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
   return out;
 }
 
-ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids) {
+ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids,
+                           const torch::Tensor& weights) {
   model::ForwardOptions options;
   options.checkpoint_layers = ctx.checkpoint_layers;
   const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
   const int64_t n = ids.size(1);
-  const auto logits = s.logits.narrow(1, 0, n - 1).to(torch::kFloat);
-  const auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
-                                                         ids.narrow(1, 1, n - 1).reshape({-1}));
+  const auto logits = s.logits.narrow(1, 0, n - 1).to(torch::kFloat).reshape({-1, s.logits.size(-1)});
+  const auto targets = ids.narrow(1, 1, n - 1).reshape({-1});
   ObjectiveLoss out;
-  out.parts["loss_lm"] = loss.item<double>();
-  out.total = loss;
+  if (!weights.defined()) {
+    out.total = torch::nn::functional::cross_entropy(logits, targets);
+    out.parts["loss_lm"] = out.total.item<double>();
+    return out;
+  }
+  TORCH_CHECK(weights.sizes() == ids.sizes(), "objective_lm: weights ", weights.sizes(), " do not match ids ", ids.sizes());
+  const auto ce = torch::nn::functional::cross_entropy(
+      logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const auto w = weights.narrow(1, 1, n - 1).reshape({-1}).to(ce.options());
+  out.total = (ce * w).sum() / w.sum();
+  out.parts["loss_lm"] = ce.detach().mean().item<double>();
   return out;
 }
 

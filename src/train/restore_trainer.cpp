@@ -19,7 +19,7 @@
 #include "linear_ard/model/llama_model.h"   // defines: model_forward
 #include "linear_ard/ops/relation_loss.h"   // defines: relation_loss
 #include "linear_ard/train/lr_schedule.h"   // defines: lr_schedule_at
-#include "linear_ard/train/block_mix.h"           // defines: block_mix, BlockMix
+#include "linear_ard/train/block_mix.h"           // defines: block_mix, BlockMix, MixedBlock
 #include "linear_ard/train/distributed.h"         // defines: Distributed
 #include "linear_ard/train/gradient_buckets.h"    // defines: GradientBuckets
 #include "linear_ard/train/metrics_log.h"   // defines: MetricsLog, memory_peak_bytes, progress_print
@@ -118,6 +118,18 @@ torch::Tensor ids_tensor(const std::vector<std::vector<int32_t>>& blocks, const 
   return ids.to(device);
 }
 
+// The LM-loss weights [B, n] of a micro-batch (1 for blocks without weights); undefined when no
+// block has any, so that objective_lm takes its plain mean.
+torch::Tensor weights_tensor(const std::vector<MixedBlock>& blocks, const torch::Device& device) {
+  if (std::all_of(blocks.begin(), blocks.end(), [](const MixedBlock& b) { return b.weights.empty(); })) return {};
+  const auto n = static_cast<int64_t>(blocks.front().ids.size());
+  auto weights = torch::ones({static_cast<int64_t>(blocks.size()), n}, torch::kFloat);
+  for (size_t b = 0; b < blocks.size(); ++b)
+    if (!blocks[b].weights.empty())
+      weights[static_cast<int64_t>(b)].copy_(torch::tensor(blocks[b].weights));
+  return weights.to(device);
+}
+
 // One stage's optimisation settings and loss (paper Eq. token_budget: L_s, B_s, A_s, U_s).
 struct StageSpec {
   int64_t stage = 1;
@@ -198,7 +210,7 @@ void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample)
                                   : io::hf_folder_load(c.teacher, /*load_weights=*/true);
   const model::ModelConfig& tc = teacher.model_config;
   const model::ModelConfig student_config = pretrain ? tc : student_config_make(teacher, c.student_rope);
-  const BlockMix mix{c.pretrain.passkey_fraction, c.seed, passkey_sample};
+  const BlockMix mix{c.pretrain.passkey_fraction, c.seed, c.pretrain.answer_weight, passkey_sample};
   if (mix.fraction > 0 && !mix.make)
     throw std::invalid_argument("config key 'pretrain.passkey_fraction': this command has no passkey sample maker (use linear-ard pretrain)");
   const int64_t native = tc.max_position_embeddings;
@@ -341,10 +353,14 @@ void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample)
   if (!resumed) eval_before = evaluate(0);
   json eval_after = eval_before;
 
+  // The LM-loss weights of the micro-batch next_batch drew last (block_mix's; undefined: plain
+  // mean): restore_step draws each micro-batch before it calls the loss on it.
+  torch::Tensor batch_weights;
   std::vector<StageSpec> stages;
   StageSpec s1{1, c.ctx_len, c.batch_size, c.grad_accum, c.steps, c.warmup_steps, c.lr, c.min_lr_ratio, {}};
   if (c.method == "ard") s1.loss = [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_ard(ctx, o, ids); };
-  else if (c.method == "cpt") s1.loss = [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_lm(ctx, o, ids); };
+  else if (c.method == "cpt")
+    s1.loss = [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_lm(ctx, o, ids, batch_weights); };
   else s1.loss = [&](const model::Overrides& o, const torch::Tensor& ids) { return objective_longred(ctx, o, ids); };
   stages.push_back(s1);
   if (c.stage2.steps > 0)
@@ -378,9 +394,12 @@ void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample)
       const double lr = lr_schedule_at(schedule, step - 1);
       int64_t drawn = (step - 1) * stage.batch_size * stage.grad_accum;  // the stage's block index (block_mix)
       const auto next_batch = [&] {
-        std::vector<std::vector<int32_t>> batch;
+        std::vector<MixedBlock> mixed;
         for (int64_t b = 0; b < stage.batch_size; ++b)
-          batch.push_back(block_mix(blocks.next(), drawn++, stage.stage == 1 ? mix : BlockMix{}, *tokenizer));
+          mixed.push_back(block_mix(blocks.next(), drawn++, stage.stage == 1 ? mix : BlockMix{}, *tokenizer));
+        batch_weights = weights_tensor(mixed, device);
+        std::vector<std::vector<int32_t>> batch;
+        for (MixedBlock& m : mixed) batch.push_back(std::move(m.ids));
         return ids_tensor(batch, device);
       };
       const StepResult result = restore_step(stage.loss, trainables, optimizer, next_batch,

@@ -173,6 +173,33 @@ def test_output_loads_in_transformers_with_the_trainers_loss(pretrained, tokeniz
     assert abs(loss - final["loss_lm"]) < 1e-4 * max(1.0, loss), (loss, final["loss_lm"])
 
 
+def test_answer_weight_weighs_the_answers_in_the_optimised_loss_only(pretrained, corpus, tokenizer, tmp_path):
+    # answer_weight 1 (the fixture's default) takes the unweighted path: the optimised loss is loss_lm.
+    records = [json.loads(line) for line in (pretrained / "metrics.jsonl").read_text().splitlines()]
+    assert all(r["loss"] == r["loss_lm"] for r in records if not r.get("eval"))
+    # Every block mixed, answers weighing 30: the optimised loss is the weighted mean, loss_lm stays
+    # the plain one, so on step 1 (same random model, same blocks) it matches an unweighted run.
+    # Context 256: this tokenizer's filler-free prompt is 135 tokens, more than CTX holds.
+    _, data = corpus
+    runs = {}
+    for weight in (1, 30):
+        config = config_write(tmp_path / f"w{weight}.yaml", tokenizer, data, steps=3, warmup_steps=1, eval_every=0)
+        c = yaml.safe_load(config.read_text())
+        c["pretrain"].update(passkey_fraction=1.0, answer_weight=weight)
+        c["pretrain"]["model"]["max_position_embeddings"] = 256
+        config.write_text(yaml.safe_dump(c))
+        out = tmp_path / f"run{weight}"
+        r = cli("pretrain", config, f"output={out}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        runs[weight] = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
+                        if not json.loads(line).get("eval")]
+        assert yaml.safe_load((out / "resolved_config.yaml").read_text())["pretrain"]["answer_weight"] == weight
+    plain, heavy = runs[1], runs[30]
+    assert all(r["loss"] == r["loss_lm"] for r in plain)
+    assert heavy[0]["loss_lm"] == pytest.approx(plain[0]["loss_lm"], rel=1e-6)
+    assert all(abs(r["loss"] - r["loss_lm"]) > 1e-5 for r in heavy), heavy
+
+
 @pytest.mark.parametrize("overrides, edit, message", [
     ([], lambda c: c["pretrain"]["model"].pop("hidden_size"), "config key 'pretrain.model.hidden_size' is required"),
     (["teacher=some/folder"], None, "config key 'teacher' does not apply to pretraining"),
@@ -180,6 +207,9 @@ def test_output_loads_in_transformers_with_the_trainers_loss(pretrained, tokeniz
     (["trainable=qkv"], None, "config key 'trainable' must be full"),
     (["pretrain.save_dtype=fp16"], None, "config key 'pretrain.save_dtype' must be fp32 or bf16"),
     (["pretrain.passkey_fraction=1.5"], None, "config key 'pretrain.passkey_fraction' must be in [0, 1]"),
+    (["pretrain.answer_weight=-1"], None, "config key 'pretrain.answer_weight' must be a finite number >= 0"),
+    (["pretrain.answer_weight=.inf"], None, "config key 'pretrain.answer_weight' must be a finite number >= 0"),
+    (["pretrain.answer_weight=heavy"], None, "config key 'pretrain.answer_weight' must be a number, got 'heavy'"),
     (["pretrain.tokenizer=/no/such/folder"], None, "config key 'pretrain.tokenizer': folder /no/such/folder does not exist"),
     (["pretrain.bogus=1"], None, "unknown config key 'pretrain.bogus'"),
     (["pretrain.model.vocab_size=10"], None, "config key 'pretrain.model.vocab_size' must be an integer >="),

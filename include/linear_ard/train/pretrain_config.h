@@ -16,6 +16,7 @@ struct PretrainConfig {
   std::string tokenizer;           // folder holding the tokenizer (e.g. `linear-ard tokenizer-train`'s)
   double init_std = 0.02;          // normal(0, init_std) for every matrix, as HF's initializer_range
   double passkey_fraction = 0.0;   // share of training blocks that end with a passkey-retrieval sample
+  double answer_weight = 1.0;      // LM-loss weight of a sample's answer tokens (" KEY." EOS); others 1
   std::string save_dtype = "fp32"; // fp32 | bf16: dtype of the written model.safetensors
 
   bool enabled() const { return !model.is_null(); }

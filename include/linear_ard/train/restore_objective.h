@@ -46,8 +46,12 @@ struct ObjectiveLoss {
 // (last k) positions when logit_kl > 0 (then both forwards run to the logits).
 ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids);
 
-// Next-token cross-entropy of the student (scaled RoPE) on ids [B, n], mean over B (n - 1) targets.
-ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids);
+// Next-token cross-entropy of the student (scaled RoPE) on ids [B, n], mean over the B (n - 1)
+// targets. With `weights` [B, n] (block_mix's: weights[b, i] weighs predicting ids[b, i], column 0
+// unused) the loss to backpropagate is the weighted mean sum w_i CE_i / sum w_i; undefined weights
+// take the plain mean. parts["loss_lm"] is the plain mean either way, comparable across weightings.
+ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids,
+                           const torch::Tensor& weights = {});
 
 // LongReD-style: mean over ctx.layers of the mean over tokens of 1 - cos(h_t, h_s), h the layer's
 // output hidden state (the last layer's after the final norm, HF's convention). With

@@ -14,7 +14,8 @@ namespace linear_ard::train {
 // A NaN/Inf loss or gradient stops the run with std::runtime_error before that update is applied.
 // With config.pretrain set (`linear-ard pretrain`), the model is a random one from pretrain.model
 // trained whole with the LM loss, held-out LM loss is evaluated instead of the relation losses, and
-// pretrain.passkey_fraction of the training blocks end with a sample of `passkey_sample`.
+// pretrain.passkey_fraction of the training blocks end with a sample of `passkey_sample`, whose
+// answer tokens weigh pretrain.answer_weight in the LM loss.
 void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample = {});
 
 }  // namespace linear_ard::train
