@@ -3,11 +3,21 @@
 # sets `build` to a build tree that holds the TARGETs: $PREBUILT when set (binaries packed on the
 # CI-like machine by scripts/prebuilt_pack.sh and carried; the Debian libraries they link come in
 # $PREBUILT/lib, libtorch is this machine's), else $BUILD_DIR (default build-gpu) after building the
-# TARGETs there with scripts/gpu_build.sh (logs in $LOG_DIR). Returns non-zero when the build fails.
+# TARGETs there with scripts/gpu_build.sh (logs in $LOG_DIR). PREBUILT may also name the archive
+# prebuilt_pack.sh writes (.devpack/devbin.tar.xz), unpacked beside it on first use. Returns non-zero
+# when the build fails.
 gpu_binaries() {
   local root
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   if [[ -n "${PREBUILT:-}" ]]; then
+    if [[ -f "$PREBUILT" && "$PREBUILT" == *.tar.xz ]]; then
+      local dir="${PREBUILT%.tar.xz}"
+      if [[ ! -d "$dir" ]]; then
+        mkdir -p "$dir.tmp" && tar -C "$dir.tmp" -xJf "$PREBUILT" && mv "$dir.tmp" "$dir" \
+          || { echo "gpu_binaries: cannot unpack $PREBUILT" >&2; return 1; }
+      fi
+      PREBUILT="$dir"
+    fi
     build="$(cd "$PREBUILT" && pwd)" || return 1
     local torch_lib
     # libtorch and the CUDA runtime of the wheel (nvidia/cu13/lib), which the binaries also ask for.

@@ -5,6 +5,9 @@
 # into OUT (default .devbin, git-excluded) with the build tree's layout, plus the Debian shared
 # libraries linear-ard links (yaml-cpp, PCRE2, SentencePiece) into OUT/lib, which the GPU image
 # lacks. On the device: carry OUT and run e.g. `PREBUILT=.devbin scripts/gpu_check.sh --iterate`.
+# Also writes .devpack/devbin.tar.xz (~5 MB instead of ~50: the fat binaries compress well), for calls
+# whose carried files would pass the device's 64 MiB (e.g. with the corpus): carry .devpack and set
+# PREBUILT=.devpack/devbin.tar.xz, which gpu_binaries.sh unpacks there.
 #   scripts/prebuilt_pack.sh BUILD_DIR [OUT]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,4 +31,6 @@ for f in $(find "$out.tmp" -type f ! -path "*/lib/*"); do
   done
 done
 rm -rf "$out" && mv "$out.tmp" "$out"
-echo "prebuilt_pack: $n binaries and $(ls "$out/lib" | wc -l) libraries in $out ($(du -sh "$out" | cut -f1))"
+mkdir -p "$root/.devpack"
+tar -C "$out" -cf - . | xz -6 -T2 >"$root/.devpack/devbin.tar.xz.tmp" && mv "$root/.devpack/devbin.tar.xz.tmp" "$root/.devpack/devbin.tar.xz"
+echo "prebuilt_pack: $n binaries and $(ls "$out/lib" | wc -l) libraries in $out ($(du -sh "$out" | cut -f1)), packed in .devpack/devbin.tar.xz ($(du -sh "$root/.devpack/devbin.tar.xz" | cut -f1))"
