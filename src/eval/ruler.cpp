@@ -1,6 +1,7 @@
 // RULER evaluation loop, scoring and report.
 #include "linear_ard/eval/ruler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -11,6 +12,7 @@
 #include "linear_ard/eval/report.h"     // defines: markdown_table, number_text
 #include "linear_ard/eval/score.h"      // defines: string_match_all, string_match_part, mean_of
 #include "linear_ard/model/generate.h"  // defines: model_generate_greedy
+#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 
@@ -47,39 +49,93 @@ RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const 
     }
   }
   log("built " + std::to_string(result.cells.size() * options.samples) + " samples");
-  model::GenerateStats stats;
+  // Sample k (cells in task, length order; samples in order within a cell) is generated on rank
+  // k % world under torchrun; its ids and timings are gathered, and every rank scores every sample.
+  struct Generated {
+    std::vector<int32_t> ids;
+    model::GenerateStats stats;
+  };
+  std::vector<std::pair<size_t, size_t>> items;  // (cell, sample)
+  int64_t width = 5;                             // id count, prefill tokens/s, decode tokens/s, ids
+  for (size_t c = 0; c < result.cells.size(); ++c) {
+    for (size_t i = 0; i < result.cells[c].samples.size(); ++i) items.emplace_back(c, i);
+    width = std::max<int64_t>(width, 5 + ruler_task_find(result.cells[c].task).max_new_tokens);
+  }
+  const train::Distributed* dist = model.distributed;
+  const auto count = static_cast<int64_t>(items.size());
   const auto start = std::chrono::steady_clock::now();
   size_t done = 0;
-  const size_t total = result.cells.size() * static_cast<size_t>(options.samples);
-  for (auto& cell : result.cells) {
+  const size_t mine = dist ? static_cast<size_t>((count - dist->rank() + dist->world_size() - 1) / dist->world_size())
+                           : items.size();
+  const auto generate = [&](int64_t k) {
+    const RulerCell& cell = result.cells[items[static_cast<size_t>(k)].first];
+    const RulerSample& sample = cell.samples[items[static_cast<size_t>(k)].second];
     const RulerTask& task = ruler_task_find(cell.task);
     model::GenerateOptions gen;
     gen.max_new_tokens = task.max_new_tokens;
     if (model.tokenizer->eos_id() >= 0) gen.eos_token_ids = {model.tokenizer->eos_id()};
-    for (const auto& sample : cell.samples) {
-      const auto ids = model.tokenizer->encode(sample.prompt, true);
-      const auto prompt =
-          torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0).to(model.device);
-      const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen, &stats);
-      const auto new_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
-      std::vector<int32_t> generated(new_ids.data_ptr<int64_t>(), new_ids.data_ptr<int64_t>() + new_ids.numel());
-      const std::string text = model.tokenizer->decode(generated, /*skip_special_tokens=*/true);
-      const std::string clean = ruler_prediction_clean(text);
-      cell.scores.push_back(100 * (task.match_part ? string_match_part(clean, sample.answers)
-                                                   : string_match_all(clean, sample.answers)));
-      cell.outputs.push_back(text);
-      cell.output_ids.push_back(std::move(generated));
-      ++done;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      char line[256];
-      std::snprintf(line, sizeof line, "%zu/%zu %s @%lld: %lld tokens, score %.0f (%.0fs elapsed, ~%.0fs left)", done,
-                    total, cell.task.c_str(), static_cast<long long>(cell.length),
-                    static_cast<long long>(sample.tokens), cell.scores.back(), elapsed,
-                    elapsed / static_cast<double>(done) * static_cast<double>(total - done));
-      log(line);
+    const auto ids = model.tokenizer->encode(sample.prompt, true);
+    const auto prompt =
+        torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0).to(model.device);
+    Generated g;
+    const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen, &g.stats);
+    const auto new_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
+    g.ids.assign(new_ids.data_ptr<int64_t>(), new_ids.data_ptr<int64_t>() + new_ids.numel());
+    ++done;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char line[256];
+    std::snprintf(line, sizeof line, "%zu/%zu %s @%lld: %lld tokens (%.0fs elapsed, ~%.0fs left)", done, mine,
+                  cell.task.c_str(), static_cast<long long>(cell.length), static_cast<long long>(sample.tokens),
+                  elapsed, elapsed / static_cast<double>(done) * static_cast<double>(mine - done));
+    log(line);
+    return g;
+  };
+  std::vector<Generated> generated(items.size());
+  if (!dist) {
+    for (int64_t k = 0; k < count; ++k) generated[static_cast<size_t>(k)] = generate(k);
+  } else {
+    std::vector<double> local;
+    for (int64_t k = 0; k < count; ++k) {
+      if (!dist->item_owned(k)) continue;
+      const Generated g = generate(k);
+      std::vector<double> item(static_cast<size_t>(width), 0.0);
+      item[0] = static_cast<double>(g.ids.size());
+      item[1] = static_cast<double>(g.stats.prefill_tokens);
+      item[2] = g.stats.prefill_seconds;
+      item[3] = static_cast<double>(g.stats.decode_tokens);
+      item[4] = g.stats.decode_seconds;
+      std::copy(g.ids.begin(), g.ids.end(), item.begin() + 5);
+      local.insert(local.end(), item.begin(), item.end());
     }
-    cell.score = mean_of(cell.scores);
+    const std::vector<double> all = dist->items_gather(count, width, local);
+    for (int64_t k = 0; k < count; ++k) {
+      const double* item = all.data() + k * width;
+      Generated& g = generated[static_cast<size_t>(k)];
+      g.ids.assign(item + 5, item + 5 + static_cast<int64_t>(item[0]));
+      g.stats.prefill_tokens = static_cast<int64_t>(item[1]);
+      g.stats.prefill_seconds = item[2];
+      g.stats.decode_tokens = static_cast<int64_t>(item[3]);
+      g.stats.decode_seconds = item[4];
+    }
   }
+  model::GenerateStats stats;
+  for (int64_t k = 0; k < count; ++k) {
+    const Generated& g = generated[static_cast<size_t>(k)];
+    RulerCell& cell = result.cells[items[static_cast<size_t>(k)].first];
+    const RulerSample& sample = cell.samples[items[static_cast<size_t>(k)].second];
+    const RulerTask& task = ruler_task_find(cell.task);
+    const std::string text = model.tokenizer->decode(g.ids, /*skip_special_tokens=*/true);
+    const std::string clean = ruler_prediction_clean(text);
+    cell.scores.push_back(100 * (task.match_part ? string_match_part(clean, sample.answers)
+                                                 : string_match_all(clean, sample.answers)));
+    cell.outputs.push_back(text);
+    cell.output_ids.push_back(g.ids);
+    stats.prefill_tokens += g.stats.prefill_tokens;
+    stats.prefill_seconds += g.stats.prefill_seconds;
+    stats.decode_tokens += g.stats.decode_tokens;
+    stats.decode_seconds += g.stats.decode_seconds;
+  }
+  for (auto& cell : result.cells) cell.score = mean_of(cell.scores);
   result.prefill_tokens = stats.prefill_tokens;
   result.prefill_seconds = stats.prefill_seconds;
   result.decode_tokens = stats.decode_tokens;

@@ -4,7 +4,7 @@ Two ranks with batch_size=1 must train like one process with batch_size=2 (same 
 seed, same blocks: rank r reads blocks r, r + 2, ...): per-step loss, gradient norm and final weights
 agree within fp32 rounding, tokens count G = 2, and only rank 0 writes. A 1-process run with
 batch_size=1 (another global batch) is the negative control: it must differ by far more than the
-tolerance. Eval (ppl, tasks, passkey) split over 2 ranks must give one process's scores.
+tolerance. Eval (ppl, tasks, passkey, ruler, compare) split over 2 ranks must give one process's scores.
 
     LINEAR_ARD_BUILD_DIR=$PWD/build-dist pytest -q tests/python/test_distributed.py
 """
@@ -207,6 +207,11 @@ def test_eval_split_matches_one_process(setup):
         "ppl": ["ppl", teacher, "--text", root / "text.txt", "--ctx", "32", "48", "--batch-size", "1"],
         "tasks": ["tasks", teacher, "--tasks", root / "mc.jsonl", "--batch-size", "1"],
         "passkey": ["passkey", teacher, "--lengths", "260", "320", "--depths", "0", "0.5", "1", "--max-new-tokens", "4"],
+        # 9 samples (odd: rank 0 gets 5), tasks with different answer lengths.
+        "ruler": ["ruler", teacher, "--lengths", "520", "--tasks", "niah_single_1", "vt", "fwe", "--samples", "3"],
+        "compare": ["compare", teacher, teacher, "--names", "a", "b", "--text", root / "text.txt", "--ctx", "32",
+                    "--passkey-lengths", "260", "--passkey-depths", "0.5", "--passkey-samples", "3",
+                    "--ruler-lengths", "520", "--ruler-tasks", "niah_single_1", "--ruler-samples", "3"],
     }
     for name, args in commands.items():
         base = ["eval", *args, "--device", "cpu", "--dtype", "fp32"]
@@ -234,6 +239,23 @@ def test_eval_split_matches_one_process(setup):
             rb = [json.loads(x) for x in (root / "tasks_2.requests.jsonl").read_text().splitlines()]
             assert len(ra) == 21 and [(x["logprob"], x["greedy"]) for x in ra] == [(x["logprob"], x["greedy"]) for x in rb]
             assert not (root / "tasks_2_rank1.requests.jsonl").exists()
-        else:
+        elif name == "passkey":
             assert [r["output_ids"] for r in a["rows"]] == [r["output_ids"] for r in b["rows"]]
             assert [r["accuracy"] for r in a["rows"]] == [r["accuracy"] for r in b["rows"]]
+        elif name == "ruler":
+            assert len(a["samples"]) == 9
+            # Each rank generated only its own samples (5 and 4 of 9), yet both scored all 9.
+            assert "[ruler] 5/5 " in two[0][2] and "[ruler] 4/4 " in two[1][2], (two[0][2], two[1][2])
+            assert ruler_outcome(a) == ruler_outcome(b)
+        else:
+            assert [m["name"] for m in b["models"]] == ["a", "b"]
+            for x, y in zip(a["models"], b["models"]):
+                assert x["ppl"][0]["nll"] == y["ppl"][0]["nll"]
+                assert [r["output_ids"] for r in x["passkey"]["rows"]] == [r["output_ids"] for r in y["passkey"]["rows"]]
+                assert ruler_outcome(x["ruler"]) == ruler_outcome(y["ruler"])
+
+
+def ruler_outcome(report):
+    """What a RULER run decided (not its timings): each sample's prompt, output ids and score."""
+    samples = [(s["task"], s["length"], s["index"], s["prompt"], s["output_ids"], s["score"]) for s in report["samples"]]
+    return samples, report["scores"], report["prefill_tokens"], report["decode_tokens"]
