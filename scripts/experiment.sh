@@ -45,8 +45,9 @@ else
   # Stage 1: 250 x 8 x 512 = 1.02M tokens; stage 2 (CPT at 8x = 4096): 125 x 2 x 4096 = 1.02M.
   S1=250 S2=125 SC=250 SBIG=2000 B1=8 B2=2 limit=500 samples=2 rsamples=3
   rtasks="niah_single_1 niah_multikey_1 niah_multivalue vt fwe"
-  # Candidate teachers, NAME[:key=value,...] (overrides of configs/pretrain_experiment.yaml).
-  TEACHERS="${TEACHERS:-base w300:pretrain.answer_weight=300 lr2e-3:lr=2.0e-3}"
+  # Candidate teachers, NAME[:key=value,...] (overrides of configs/pretrain_experiment.yaml), e.g.
+  # TEACHERS="base w300:pretrain.answer_weight=300 lr2e-3:lr=2.0e-3 short:steps=5000" (docs/results.md).
+  TEACHERS="${TEACHERS:-base}"
 fi
 L8=$((8 * N))
 teacher="$E/pretrain/model"
@@ -191,5 +192,5 @@ echo "experiment: evaluation took $(( $(date +%s) - start )) s"
 [[ $r == 0 ]] || tail -n 5 "$E"/logs/eval_*.log
 cp "$E"/logs/eval_*.log "$out/" 2>/dev/null
 cat "$out/main_a.md" "$out/main_b.md" "$out/ablations.md" "$out/budget.md" 2>/dev/null
-[[ -f "$out/budget.json" ]] && "$py" scripts/token_efficiency.py "$out/budget.json" "$E/runs" | tee "$out/token_efficiency.md"
+[[ -f "$out/budget.json" ]] && "$py" scripts/token_efficiency.py "$out/budget.json" "$E/runs" --svg "$out/token_efficiency.svg" | tee "$out/token_efficiency.md"
 exit $r

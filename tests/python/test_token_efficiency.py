@@ -51,8 +51,13 @@ def test_script_table(tmp_path):
     # CPT ppl = 100 * (tokens / 1e6) ** -0.5; ARD reaches 50 with 1M tokens: CPT needs 4M (4x).
     cpt = {f"cpt_{i}": (t, 100 * (t / 1e6) ** -0.5, 0.05) for i, t in enumerate((5e5, 1e6, 2e6, 8e6))}
     report, runs = write_runs(tmp_path, {"native": (0, 40.0, 0.07), "ard": (1_000_000, 50.0, 0.06), **cpt})
-    out = subprocess.run([sys.executable, str(SCRIPT), str(report), str(runs)], capture_output=True, text=True,
-                         check=True).stdout
+    svg = tmp_path / "plot.svg"
+    out = subprocess.run([sys.executable, str(SCRIPT), str(report), str(runs), "--svg", str(svg)], capture_output=True,
+                         text=True, check=True).stdout
+    import xml.dom.minidom
+    doc = xml.dom.minidom.parse(str(svg))  # well-formed, one marker per run
+    assert len(doc.getElementsByTagName("circle")) == 4 and len(doc.getElementsByTagName("polyline")) == 1
+    assert len([r for r in doc.getElementsByTagName("rect") if r.getAttribute("fill") == "#d62728"]) == 1
     row = next(line for line in out.splitlines() if line.startswith("| ard |") and "PPL" in line)
     assert "| 4.00 M | 4.00x |" in row
     cloze = next(line for line in out.splitlines() if line.startswith("| ard |") and "cloze" in line)
