@@ -9,7 +9,8 @@
 #      CPT at 1/8, 1/4, 1/2, 1 and 8x the budget (the token-efficiency curve); ablations (attention
 #      map, w/o V/V, + logit KL, all layers); extra seeds;
 #   3. `linear-ard eval compare`: held-out perplexity and last-word cloze accuracy (short context,
-#      Rec. vs native), passkey and RULER at 2x / 4x / 8x the native length.
+#      Rec. vs native), passkey at the native length, passkey and RULER at 2x / 4x / 8x the native
+#      length.
 # Runs that do not depend on each other share the GPU (the models are small). Every stage is skipped
 # when its output exists, so a second call on a still-warm machine continues. Needs build/corpus
 # (scripts/make_corpus.sh, carried) and builds linear-ard with scripts/gpu_build.sh (or takes
@@ -186,11 +187,17 @@ p3=$!
   --names native pi8 ard ard_cpt cpt_1_8 cpt_1_4 cpt_1_2 cpt cpt_x8 "${common[@]}" \
   -o "$out/budget" >"$E/logs/eval_budget.log" 2>&1 &
 p4=$!
+# Retrieval at the native length (short context): does restoration bring back what PI x 8 broke?
+"$cli" eval compare "$teacher" $(m pi8) $(m yarn8) $(m ard) $(m ard_cpt) $(m cpt) $(m longred) $(m cpt_x8) \
+  $(m abl_attention) $(m abl_logit) --names native pi8 yarn8 ard ard_cpt cpt longred cpt_x8 attention logit_kl \
+  --passkey-lengths $((N - 8)) --passkey-samples $((2 * samples)) --device "$dev" --quiet \
+  -o "$out/native_passkey" >"$E/logs/eval_native_passkey.log" 2>&1 &
+p5=$!
 r=0
-for p in $p1 $p2 $p3 $p4; do wait $p || r=1; done
+for p in $p1 $p2 $p3 $p4 $p5; do wait $p || r=1; done
 echo "experiment: evaluation took $(( $(date +%s) - start )) s"
 [[ $r == 0 ]] || tail -n 5 "$E"/logs/eval_*.log
 cp "$E"/logs/eval_*.log "$out/" 2>/dev/null
-cat "$out/main_a.md" "$out/main_b.md" "$out/ablations.md" "$out/budget.md" 2>/dev/null
+cat "$out/main_a.md" "$out/main_b.md" "$out/ablations.md" "$out/budget.md" "$out/native_passkey.md" 2>/dev/null
 [[ -f "$out/budget.json" ]] && "$py" scripts/token_efficiency.py "$out/budget.json" "$E/runs" --svg "$out/token_efficiency.svg" | tee "$out/token_efficiency.md"
 exit $r
