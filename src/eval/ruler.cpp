@@ -56,7 +56,7 @@ RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const 
     model::GenerateStats stats;
   };
   std::vector<std::pair<size_t, size_t>> items;  // (cell, sample)
-  int64_t width = 5;                             // id count, prefill tokens/s, decode tokens/s, ids
+  int64_t width = 5;  // id count, prefill tokens, prefill s, decode tokens, decode s, then the ids
   for (size_t c = 0; c < result.cells.size(); ++c) {
     for (size_t i = 0; i < result.cells[c].samples.size(); ++i) items.emplace_back(c, i);
     width = std::max<int64_t>(width, 5 + ruler_task_find(result.cells[c].task).max_new_tokens);
