@@ -141,6 +141,22 @@ def test_loss_curve_and_weights_match_single_process(runs):
     assert moved > 0
 
 
+def test_cpt_full_model_matches_single_process(setup):
+    """CPT (next-token loss, every tensor trainable) on 2 ranks x batch 1 against 1 process x batch 2."""
+    root, _, config = setup
+    args = ["restore", config, "method=cpt", "trainable=full", "steps=4"]
+    ref = single(*args, f"output={root / 'cpt_single'}", "batch_size=2")
+    assert ref.returncode == 0, ref.stdout + ref.stderr
+    dist = torchrun(2, *args, f"output={root / 'cpt_dist'}", "batch_size=1")
+    assert dist.returncode == 0, dist.stdout + dist.stderr
+    a, b = steps_of(root / "cpt_single"), steps_of(root / "cpt_dist")
+    assert [r["step"] for r in a] == [r["step"] for r in b] == [1, 2, 3, 4]
+    for r, d in zip(a, b):
+        for key in ("loss", "grad_norm"):
+            assert_close(r[key], d[key], f"cpt step {r['step']} {key}")
+        assert r["tokens"] == d["tokens"]
+
+
 def test_token_accounting_counts_both_ranks(runs):
     dist = steps_of(runs / "dist")
     assert [r["tokens"] for r in dist] == [CTX * 1 * 1 * 2 * k for k in range(1, STEPS + 1)]
