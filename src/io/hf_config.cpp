@@ -80,19 +80,16 @@ std::vector<double> config_number_list(const json& obj, const std::string& key,
 
 RopeConfig rope_from_json(const json& j, const ModelConfig& config) {
   // transformers 5 stores everything in rope_parameters; hub checkpoints use rope_scaling. When a
-  // folder has both (a transformers-5 folder whose rope_scaling was edited by hand), transformers
-  // applies rope_scaling's entries over rope_parameters: so do we.
+  // folder has both, transformers 5.23 (RotaryEmbeddingConfigMixin.convert_rope_params_to_dict)
+  // takes a non-empty rope_scaling *instead of* rope_parameters, with rope_theta from it, else from
+  // the top level, else 1e4: so do we, even where that drops a theta rope_parameters holds.
   const json* params = config_find(j, "rope_parameters");
   const json* scaling = config_find(j, "rope_scaling");
   if (params && !params->is_object()) config_error("rope_parameters", "must be an object", *params);
   if (scaling && !scaling->is_object()) config_error("rope_scaling", "must be an object", *scaling);
-  json r = params ? *params : json::object();
-  std::string section = params ? "rope_parameters" : "rope_scaling";
-  if (scaling) {
-    if (params) section = "rope_parameters+rope_scaling";
-    for (const auto& [key, value] : scaling->items()) r[key == "type" ? "rope_type" : key] = value;
-    if (params && scaling->contains("type")) r.erase("type");
-  }
+  const bool use_scaling = scaling && !scaling->empty();
+  json r = use_scaling ? *scaling : (params ? *params : json::object());
+  const std::string section = use_scaling || !params ? "rope_scaling" : "rope_parameters";
   const std::string s = section + ".";
 
   RopeConfig rope;

@@ -38,19 +38,26 @@ TEST(HfConfig, LegacyRopeScalingWithOldTypeKey) {
   EXPECT_EQ(model::model_config_context_length(c), 16384);
 }
 
-TEST(HfConfig, RopeScalingAppliesOverRopeParametersAsTransformersDoes) {
-  // A transformers-5 folder whose rope_scaling was set by hand: transformers 5.23 merges rope_scaling
-  // over rope_parameters (checked with AutoConfig); reading only rope_parameters would silently
-  // load the unscaled model.
+TEST(HfConfig, RopeScalingReplacesRopeParametersAsTransformersDoes) {
+  // A transformers-5 folder whose rope_scaling was set by hand: transformers 5.23 takes rope_scaling
+  // instead of rope_parameters, theta from it, else the top-level rope_theta, else 1e4 (values
+  // checked with LlamaConfig(rope_parameters=..., rope_scaling=...)); reading only rope_parameters
+  // would silently load the unscaled model.
   json j = llama_json();
-  j["rope_parameters"] = {{"rope_theta", 10000.0}, {"rope_type", "default"}};
+  j["rope_parameters"] = {{"rope_theta", 1e5}, {"rope_type", "default"}};
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
-  const auto c = io::hf_config_from_json(j);
+  auto c = io::hf_config_from_json(j);
   EXPECT_EQ(c.rope.type, model::RopeType::kLinear);
   EXPECT_DOUBLE_EQ(*c.rope.factor, 4.0);
-  EXPECT_DOUBLE_EQ(c.rope.theta, 10000.0);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 500000.0);  // the top-level rope_theta, not rope_parameters' 1e5
+  j.erase("rope_theta");
+  EXPECT_DOUBLE_EQ(io::hf_config_from_json(j).rope.theta, 10000.0);
+  j["rope_scaling"]["rope_theta"] = 2e5;
+  EXPECT_DOUBLE_EQ(io::hf_config_from_json(j).rope.theta, 2e5);
   j["rope_scaling"] = nullptr;  // null: rope_parameters alone
-  EXPECT_EQ(io::hf_config_from_json(j).rope.type, model::RopeType::kDefault);
+  c = io::hf_config_from_json(j);
+  EXPECT_EQ(c.rope.type, model::RopeType::kDefault);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1e5);
 }
 
 TEST(HfConfig, ContextLengthWithoutOriginalLength) {
