@@ -9,6 +9,7 @@ find_package(CLI11 QUIET)
 find_package(yaml-cpp QUIET)
 if(PkgConfig_FOUND)
   pkg_check_modules(PCRE2 QUIET IMPORTED_TARGET libpcre2-8)
+  pkg_check_modules(UTF8PROC QUIET IMPORTED_TARGET libutf8proc)
   pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
 endif()
 # Without pkg-config (the GPU machine's image), look in CMAKE_PREFIX_PATH for the header and the
@@ -35,6 +36,7 @@ function(linear_ard_find_library prefix header)
   endif()
 endfunction()
 linear_ard_find_library(PCRE2 pcre2.h pcre2-8)
+linear_ard_find_library(UTF8PROC utf8proc.h utf8proc)
 linear_ard_find_library(SENTENCEPIECE sentencepiece_processor.h sentencepiece sentencepiece_train)
 
 # linear_ard_require(<var> <what needs it> <dependency found?>...): sets <var> to whether all found.
@@ -52,7 +54,8 @@ function(linear_ard_require var what)
   set(${var} ${ok} PARENT_SCOPE)
 endfunction()
 
-linear_ard_require(LINEAR_ARD_BUILD_TOKENIZER "the tokenizers" nlohmann_json_FOUND PCRE2_FOUND SENTENCEPIECE_FOUND)
+linear_ard_require(LINEAR_ARD_BUILD_TOKENIZER "the tokenizers" nlohmann_json_FOUND PCRE2_FOUND UTF8PROC_FOUND
+                   SENTENCEPIECE_FOUND)
 if(LINEAR_ARD_WITH_TORCH)
   linear_ard_require(LINEAR_ARD_BUILD_IO "the io layer" nlohmann_json_FOUND)
   # The trainer reads YAML configs and tokenizes its text data.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: builds the source tarballs that scripts/device_deps.sh put in .devdeps/src
-# (PCRE2, yaml-cpp, SentencePiece) into .devdeps/prefix, once (a marker records what was built;
+# (PCRE2, utf8proc, yaml-cpp, SentencePiece) into .devdeps/prefix, once (a marker records what was built;
 # ignored build outputs survive between calls while the machine stays warm). Prints the prefix.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,6 +27,7 @@ build_one() {
 }
 build_one pcre2_10.42.orig.tar.gz -DBUILD_SHARED_LIBS=ON -DPCRE2_BUILD_PCRE2_8=ON -DPCRE2_SUPPORT_UNICODE=ON \
   -DPCRE2_SUPPORT_JIT=ON -DPCRE2_BUILD_TESTS=OFF -DPCRE2_BUILD_PCRE2GREP=OFF
+build_one utf8proc_2.8.0.orig.tar.gz -DBUILD_SHARED_LIBS=ON -DUTF8PROC_ENABLE_TESTING=OFF
 build_one yaml-cpp_0.7.0+dfsg.orig.tar.xz -DYAML_BUILD_SHARED_LIBS=ON -DYAML_CPP_BUILD_TESTS=OFF \
   -DYAML_CPP_BUILD_TOOLS=OFF -DYAML_CPP_BUILD_CONTRIB=OFF
 build_one sentencepiece_0.1.97.orig.tar.gz -DSPM_ENABLE_SHARED=ON

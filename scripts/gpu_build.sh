@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds linear-ard on the GPU machine, the one way every GPU script does it: the
-# libraries carried in .devdeps (scripts/device_deps.sh; PCRE2 / yaml-cpp / SentencePiece built
+# libraries carried in .devdeps (scripts/device_deps.sh; PCRE2 / utf8proc / yaml-cpp / SentencePiece built
 # there from Debian's source tarballs once, scripts/device_deps_build.sh), CMake + Ninja in
 # $BUILD_DIR (default build-gpu), TORCH_CUDA_ARCH_LIST 9.0 unless set. Logs go to $LOG_DIR.
 #   scripts/gpu_build.sh TARGET...        e.g. linear_ard_cli linear_ard_ops

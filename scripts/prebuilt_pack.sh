@@ -3,7 +3,7 @@
 # can skip its ~3.5-minute build: the same PyPI libtorch 2.11 runs on both, and Debian's glibc 2.36
 # is older than the GPU image's. Copies whichever of the GPU scripts' targets exist in BUILD_DIR
 # into OUT (default .devbin, git-excluded) with the build tree's layout, plus the Debian shared
-# libraries linear-ard links (yaml-cpp, PCRE2, SentencePiece) into OUT/lib, which the GPU image
+# libraries linear-ard links (yaml-cpp, PCRE2, utf8proc, SentencePiece) into OUT/lib, which the GPU image
 # lacks. On the device: carry OUT and run e.g. `PREBUILT=.devbin scripts/gpu_check.sh --iterate`.
 # Also writes .devpack/devbin.tar.xz (~5 MB instead of ~50: the fat binaries compress well), for calls
 # whose carried files would pass the device's 64 MiB (e.g. with the corpus): carry .devpack and set
@@ -26,7 +26,7 @@ for f in src/ops/liblinear_ard_ops.so src/model/liblinear_ard_model.so tests/gpu
 done
 # The Debian libraries of every packed ELF file, by the names the loader asks for.
 for f in $(find "$out.tmp" -type f ! -path "*/lib/*"); do
-  ldd "$f" 2>/dev/null | awk '/libyaml-cpp|libpcre2|libsentencepiece/ {print $3}' | while read -r lib; do
+  ldd "$f" 2>/dev/null | awk '/libyaml-cpp|libpcre2|libutf8proc|libsentencepiece/ {print $3}' | while read -r lib; do
     [[ -f "$lib" ]] && cp -L "$lib" "$out.tmp/lib/"
   done
 done

@@ -6,30 +6,21 @@
   tokens with lstrip/rstrip/single_word/normalized); BOS/EOS handling and full ids against
   transformers' AutoTokenizer.
 - tokenizer.model: a tiny SentencePiece BPE model trained here against Python `sentencepiece`.
+The strings are tests/python/tokenizer_strings.py's.
 """
 
-import copy
 import json
 import os
 import random
 import subprocess
-import unicodedata
 from pathlib import Path
 
 import pytest
+from tokenizer_strings import FIXED, corpus
+from tokenizer_tool import check_against_tokenizers, compare, encode_requests, run_tool, tool_path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(os.environ.get("LINEAR_ARD_TOKENIZER_FIXTURES", ROOT.parent / "shared" / "fixtures" / "tokenizers"))
-
-
-def _tool() -> Path:
-    build = os.environ.get("LINEAR_ARD_BUILD_DIR")
-    if not build:
-        pytest.skip("LINEAR_ARD_BUILD_DIR is not set (scripts/test.sh sets it to the build folder)")
-    tool = Path(build) / "tests" / "io" / "tokenizer_tool"
-    if not tool.exists():
-        pytest.fail(f"{tool} is missing: build the target tokenizer_tool")
-    return tool
 
 
 def _fixture(name: str) -> Path:
@@ -39,106 +30,8 @@ def _fixture(name: str) -> Path:
     return folder
 
 
-def run_tool(folder: Path, requests: list, tmp_path: Path) -> list:
-    """One tool run for many requests: {"text", "add_special_tokens"} encodes (reply: ids or the
-    error message), {"ids", "skip_special_tokens"} decodes (reply: text)."""
-    src, dst = tmp_path / "requests.jsonl", tmp_path / "replies.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in requests))
-    subprocess.run([str(_tool()), str(folder), "batch", str(src), str(dst)], check=True)
-    # Only "\n" ends a line: texts may hold U+2028 and friends, which str.splitlines also splits at.
-    replies = [json.loads(line) for line in dst.read_text().split("\n") if line]
-    assert len(replies) == len(requests)
-    return [r["ids"] if "ids" in r else r["text"] if "text" in r else "ERROR: " + r["error"] for r in replies]
-
-
-def encode_requests(texts, add_special_tokens):
-    return [{"text": t, "add_special_tokens": add_special_tokens} for t in texts]
-
-
-def decode_requests(id_lists, skip_special_tokens):
-    return [{"ids": i, "skip_special_tokens": skip_special_tokens} for i in id_lists]
-
-
-def assert_same(what, texts, ours, theirs):
-    bad = [(t, o, h) for t, o, h in zip(texts, ours, theirs) if o != h]
-    report = "\n".join(f"  {t!r}\n    ours: {o}\n    HF:   {h}" for t, o, h in bad[:5])
-    assert not bad, f"{what}: {len(bad)} of {len(texts)} strings differ, first ones:\n{report}"
-
-
-def compare(what, folder, texts, ids_with, ids_without, decode, tmp_path):
-    """Checks in one tool run our ids with and without special tokens against `ids_with` and
-    `ids_without`, and our decoding of `ids_with` against decode(ids, skip_special_tokens)."""
-    n = len(texts)
-    requests = encode_requests(texts, True) + encode_requests(texts, False)
-    requests += decode_requests(ids_with, False) + decode_requests(ids_with, True)
-    ours = run_tool(folder, requests, tmp_path)
-    assert_same(f"{what} ids", texts, ours[:n], ids_with)
-    assert_same(f"{what} ids without special tokens", texts, ours[n:2 * n], ids_without)
-    for k, skip in ((2, False), (3, True)):
-        assert_same(f"{what} decode(skip_special_tokens={skip})", texts, ours[k * n:(k + 1) * n],
-                    [decode(i, skip) for i in ids_with])
-
-
-# ---------------------------------------------------------------------------------------------
-# The corpus
-
-FIXED = [
-    "", " ", "  ", "\t", "\n", "\r\n", "a", "A", "é", "中", "😀", "0", "!", "'", "▁", "  leading", "trailing  ",
-    "Hello world", "Hello, World! How are you?", " Hello", "Hello ", "hello\nworld", "hello\r\nworld\r\n",
-    "tab\tseparated\tvalues", "multiple   spaces    here", "\n\n\nnewlines\n\n", " \t \n mixed \u00a0\u3000 ws \u2028x\u0085y",
-    "Café naïve façade résumé coöperate Ångström", "Привет, мир! Съешь же ещё этих мягких французских булок.",
-    "Γειά σου Κόσμε, αβγδεζηθ ΑΒΓΔ", "你好，世界！这是一个测试。中文分词很难。", "日本語のテキストとカタカナ、ひらがな。",
-    "한국어 텍스트도 있습니다.", "مرحبا بالعالم، هذا اختبار.", "नमस्ते दुनिया, यह एक परीक्षण है।", "สวัสดีชาวโลก นี่คือการทดสอบ",
-    "1234567890", "3.14159265358979323846", "12,345,678.90", "year 2024, 1st of 10000000 items", "0x1F600 1e-9 -42",
-    "😀😃😄 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 👩🏿‍💻 ❤️", "I'm you're he's we've they'll I'd it's", "I’M YOU’RE HE’S WE’VE THEY’LL",
-    "IT'S WE'LL THEY'D I'M YOU'VE SHE'S", "don't DON'T Don'T", "'s 'S 'll 'LL 'ſ",
-    "def f(x):\n    return x * 2\n\n\nclass A:\n\tpass\n",
-    "#include <vector>\nint main() {\n    std::vector<int> v{1, 2, 3};\n    for (auto& x : v) { x += 1; }\n    return 0;\n}\n",
-    "if (a && b || !c) { printf(\"%d\\n\", a); }", "    indented with four\n        and eight", "a=1;b=2;;c==3",
-    "<s>", "</s>", "<unk>", "<s>hello</s>", "text <s> inside </s> text", "<s> leading space after special",
-    "<|begin_of_text|>", "<|begin_of_text|>Hello<|end_of_text|>", "a<|end_of_text|>b", " <|begin_of_text|> x",
-    "<|reserved_special_token_5|><|eot_id|>", "<|begin_of_text", "<<s>>", "<0x41>", "<0xZZ>",
-    "\u200b\u200d\ufeff zero width", "e\u0301 combining", "ﬁ ligature ℌ ⅷ ½ ²", "\x00\x01\x1f control \x7f",
-    "https://example.com/path?q=1&r=two#frag", "email@example.org", "ALL CAPS SENTENCE HERE",
-    "x" * 300, "ab" * 200, " " * 50 + "end", "😀" * 40, "中文" * 100,
-]
-
-
-def _random_char(rng: random.Random) -> str:
-    roll = rng.random()
-    if roll < 0.35:
-        return rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-    if roll < 0.55:
-        return rng.choice(" \t\n\r\u00a0\u3000\u2028\u0085.,;:!?'\"()[]{}<>-_/\\|@#$%^&*+=~`’“”")
-    while True:
-        # Any assigned code point; Python 3.11's Unicode 14 is the version PCRE2 10.42 and HF's
-        # Oniguruma agree on, so category tables match.
-        cp = rng.choice([rng.randrange(0x80, 0x3000), rng.randrange(0x3000, 0x10000), rng.randrange(0x10000, 0x20000)])
-        if unicodedata.category(chr(cp)) not in ("Cn", "Cs", "Co"):
-            return chr(cp)
-
-
-def corpus() -> list:
-    rng = random.Random(20240607)
-    texts = list(FIXED)
-    for _ in range(60):
-        texts.append("".join(_random_char(rng) for _ in range(rng.randrange(1, 400))))
-    for _ in range(20):
-        texts.append("".join(rng.choice(FIXED[:60]) + rng.choice(["", " ", "\n"]) for _ in range(rng.randrange(2, 8))))
-    return texts
-
-
 # ---------------------------------------------------------------------------------------------
 # tokenizer.json against `tokenizers`
-
-
-def check_against_tokenizers(folder: Path, texts: list, tmp_path: Path):
-    from tokenizers import Tokenizer
-
-    hf = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    compare(folder.name, folder, texts, [hf.encode(t).ids for t in texts],
-            [hf.encode(t, add_special_tokens=False).ids for t in texts],
-            lambda ids, skip: hf.decode(ids, skip_special_tokens=skip), tmp_path)
 
 
 @pytest.mark.parametrize("name", ["llama2", "llama3"])
@@ -248,7 +141,7 @@ def test_special_tokens_match_transformers(name, tmp_path):
         k = theirs_with.index(theirs_without[0]) if theirs_without else len(theirs_with)
         prefix, suffix = theirs_with[:k], theirs_with[k + len(theirs_without):]
         assert ours_with == prefix + ours_without + suffix, f"{text!r}: {ours_with} vs HF {theirs_with}"
-    info = json.loads(subprocess.run([str(_tool()), str(folder), "info"], check=True, capture_output=True, text=True).stdout)
+    info = json.loads(subprocess.run([str(tool_path()), str(folder), "info"], check=True, capture_output=True, text=True).stdout)
     assert (info["bos_id"], info["eos_id"]) == (hf.bos_token_id, hf.eos_token_id)
     assert info["vocab_size"] == len(hf)
 
@@ -322,7 +215,7 @@ def test_encode_one_megabyte_is_fast(name, tmp_path):
     text = text * (1_000_000 // len(text.encode()) + 1)
     path = tmp_path / "text.txt"
     path.write_text(text)
-    out = subprocess.run([str(_tool()), str(folder), "time", str(path), "2"], check=True, capture_output=True, text=True)
+    out = subprocess.run([str(tool_path()), str(folder), "time", str(path), "2"], check=True, capture_output=True, text=True)
     result = json.loads(out.stdout)
     print(f"{name}: {result}")
     # Generous bound for shared CI machines; docs/tokenizers.md has measured numbers.

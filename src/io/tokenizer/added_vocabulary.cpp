@@ -11,11 +11,9 @@
 namespace linear_ard::io {
 namespace {
 
-// A word character of Unicode regex \w (Alphabetic, marks, decimal digits, connector punctuation,
-// joiners), which single_word tests on the neighbouring characters. PCRE2 10.42's UCP \w is
-// narrower, hence the explicit class.
+// A word character of Unicode regex \w, which single_word tests on the neighbouring characters.
 bool char_is_word(std::string_view ch) {
-  static const Regex word(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])");
+  static const Regex word(std::string("[") + kRegexWordClass + "]");
   return !word.find_all(ch).empty();
 }
 
@@ -30,29 +28,6 @@ std::string_view first_char(std::string_view s) {
   size_t pos = 0;
   utf8_next(s, pos);
   return s.substr(0, pos);
-}
-
-// Start of the run of whitespace that ends `s` (s.size() when there is none).
-size_t trailing_space_begin(std::string_view s) {
-  size_t begin = s.size();
-  while (begin > 0) {
-    const std::string_view ch = last_char(s.substr(0, begin));
-    size_t pos = 0;
-    if (!unicode_is_white_space(utf8_next(ch, pos))) break;
-    begin -= ch.size();
-  }
-  return begin;
-}
-
-// Length of the run of whitespace that starts `s`.
-size_t leading_space_length(std::string_view s) {
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t next = pos;
-    if (!unicode_is_white_space(utf8_next(s, next))) break;
-    pos = next;
-  }
-  return pos;
 }
 
 }  // namespace
@@ -139,8 +114,8 @@ std::vector<AddedSplit> AddedVocabulary::split(std::string_view text, bool norma
       const bool space_after = stop == text.size() || !char_is_word(first_char(text.substr(stop)));
       if (!space_before || !space_after) continue;
     }
-    if (token.lstrip) start = std::max(trailing_space_begin(text.substr(0, start)), done);
-    if (token.rstrip) stop += leading_space_length(text.substr(stop));
+    if (token.lstrip) start = std::max(trailing_white_space_begin(text.substr(0, start)), done);
+    if (token.rstrip) stop += leading_white_space_length(text.substr(stop));
     if (done < start) out.push_back({-1, done, start});
     out.push_back({token.id, start, stop});
     done = stop;

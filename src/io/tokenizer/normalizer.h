@@ -1,5 +1,5 @@
-// Normalizer: the tokenizer.json "normalizer" stage (Prepend, Replace, Sequence) applied to the
-// text between added tokens.
+// Normalizer: the tokenizer.json "normalizer" stage (NFC/NFD/NFKC/NFKD, Lowercase, Strip,
+// StripAccents, Prepend, Replace, Sequence) applied to the text between added tokens.
 #pragma once
 
 #include <memory>

@@ -1,93 +1,19 @@
-// PreTokenizer: Split, ByteLevel, Metaspace and Sequence, with HF tokenizers' semantics.
+// PreTokenizer: Split, Digits, Punctuation, Whitespace, WhitespaceSplit, ByteLevel, Metaspace and
+// Sequence, with HF tokenizers' semantics.
 #include "pre_tokenizer.h"
 
-#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
 #include "byte_level.h"
 #include "json_field.h"
+#include "pre_token_split.h"
 #include "tokenizer_regex.h"
+#include "unicode_properties.h"
+#include "utf8.h"
 
 namespace linear_ard::io {
 namespace {
-
-enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
-
-SplitBehavior split_behavior_from_name(const std::string& name) {
-  if (name == "Removed") return SplitBehavior::kRemoved;
-  if (name == "Isolated") return SplitBehavior::kIsolated;
-  if (name == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
-  if (name == "MergedWithNext") return SplitBehavior::kMergedWithNext;
-  if (name == "Contiguous") return SplitBehavior::kContiguous;
-  throw std::invalid_argument("pre_tokenizer Split: unknown behavior \"" + name + "\"");
-}
-
-struct Span {
-  size_t begin, end;
-  bool is_match;
-};
-
-// Cuts `piece` at `matches` the way NormalizedString::split does and appends the non-empty parts.
-void split_piece(const PreToken& piece, const std::vector<std::pair<size_t, size_t>>& matches,
-                 SplitBehavior behavior, bool invert, std::vector<PreToken>& out) {
-  std::vector<Span> spans;
-  size_t prev = 0;
-  for (const auto& [begin, end] : matches) {
-    if (prev != begin) spans.push_back({prev, begin, invert});
-    spans.push_back({begin, end, !invert});
-    prev = end;
-  }
-  if (prev != piece.text.size()) spans.push_back({prev, piece.text.size(), invert});
-
-  std::vector<std::pair<size_t, size_t>> parts;
-  bool previous_match = false;
-  switch (behavior) {
-    case SplitBehavior::kRemoved:
-      for (const auto& s : spans) {
-        if (!s.is_match) parts.emplace_back(s.begin, s.end);
-      }
-      break;
-    case SplitBehavior::kIsolated:
-      for (const auto& s : spans) parts.emplace_back(s.begin, s.end);
-      break;
-    case SplitBehavior::kMergedWithPrevious:
-      for (const auto& s : spans) {
-        if (s.is_match && !previous_match && !parts.empty()) {
-          parts.back().second = s.end;
-        } else {
-          parts.emplace_back(s.begin, s.end);
-        }
-        previous_match = s.is_match;
-      }
-      break;
-    case SplitBehavior::kMergedWithNext:
-      for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
-        if (it->is_match && !previous_match && !parts.empty()) {
-          parts.back().first = it->begin;
-        } else {
-          parts.emplace_back(it->begin, it->end);
-        }
-        previous_match = it->is_match;
-      }
-      std::reverse(parts.begin(), parts.end());
-      break;
-    case SplitBehavior::kContiguous:
-      for (size_t i = 0; i < spans.size(); ++i) {
-        if (i > 0 && spans[i].is_match == previous_match) {
-          parts.back().second = spans[i].end;
-        } else {
-          parts.emplace_back(spans[i].begin, spans[i].end);
-        }
-        previous_match = spans[i].is_match;
-      }
-      break;
-  }
-  for (const auto& [begin, end] : parts) {
-    if (begin == end) continue;
-    out.push_back({piece.text.substr(begin, end - begin), piece.starts_input && begin == 0});
-  }
-}
 
 class PreTokenizerSplit : public PreTokenizer {
  public:
@@ -106,6 +32,31 @@ class PreTokenizerSplit : public PreTokenizer {
   bool invert_;
 };
 
+// Cuts at the characters a predicate picks (Digits, Punctuation, WhitespaceSplit): each such
+// character is a match of its own, as with HF's character patterns.
+class PreTokenizerCharSplit : public PreTokenizer {
+ public:
+  PreTokenizerCharSplit(bool (*is_match)(char32_t), SplitBehavior behavior)
+      : is_match_(is_match), behavior_(behavior) {}
+  void pre_tokenize(std::vector<PreToken>& pieces) const override {
+    std::vector<PreToken> out;
+    out.reserve(pieces.size());
+    for (const auto& piece : pieces) split_piece(piece, char_matches(piece.text, is_match_), behavior_, false, out);
+    pieces = std::move(out);
+  }
+
+ private:
+  bool (*is_match_)(char32_t);
+  SplitBehavior behavior_;
+};
+
+// HF's Whitespace pre-tokenizer keeps the matches of \w+|[^\w\s]+ (Rust regex, Unicode \w).
+std::unique_ptr<PreTokenizer> pre_tokenizer_whitespace() {
+  const std::string word = std::string("[") + kRegexWordClass + "]";
+  const std::string other = std::string("[^") + kRegexWordClass + "\\s]";
+  return std::make_unique<PreTokenizerSplit>(Regex(word + "+|" + other + "+"), SplitBehavior::kRemoved, true);
+}
+
 // GPT-2's pre-tokenization regex, which ByteLevel applies when use_regex is set.
 const char* const kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -119,7 +70,8 @@ class PreTokenizerByteLevel : public PreTokenizer {
     std::vector<PreToken> out;
     out.reserve(pieces.size());
     for (auto& piece : pieces) {
-      if (add_prefix_space_ && (piece.text.empty() || piece.text[0] != ' ')) piece.text.insert(0, " ");
+      // HF's prepend leaves an empty text empty.
+      if (add_prefix_space_ && !piece.text.empty() && piece.text[0] != ' ') piece.text.insert(0, " ");
       if (pattern_) {
         split_piece(piece, pattern_->find_all(piece.text), SplitBehavior::kIsolated, false, out);
       } else if (!piece.text.empty()) {
@@ -154,8 +106,9 @@ class PreTokenizerMetaspace : public PreTokenizer {
         }
       }
       const bool has_prefix = text.compare(0, replacement_.size(), replacement_) == 0;
-      const bool prepend = scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && piece.starts_input);
-      if (prepend && !has_prefix) text.insert(0, replacement_);
+      const bool prepend =
+          scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && piece.starts_input);
+      if (prepend && !has_prefix && !text.empty()) text.insert(0, replacement_);
       PreToken replaced{std::move(text), piece.starts_input};
       if (split_) {
         split_piece(replaced, replacement_pattern_.find_all(replaced.text), SplitBehavior::kMergedWithNext, false, out);
@@ -184,6 +137,31 @@ class PreTokenizerSequence : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> steps_;
 };
 
+std::unique_ptr<PreTokenizer> split_from_json(const nlohmann::json& spec) {
+  const char* what = "pre_tokenizer Split";
+  return std::make_unique<PreTokenizerSplit>(
+      json_pattern(spec, what), split_behavior_from_name(json_required<std::string>(spec, "behavior", what), what),
+      json_field<bool>(spec, "invert", false, what));
+}
+
+// Digits, Punctuation and WhitespaceSplit; nullptr for any other type.
+std::unique_ptr<PreTokenizer> char_split_from_json(const std::string& type, const nlohmann::json& spec) {
+  if (type == "Digits") {
+    const bool individual = json_required<bool>(spec, "individual_digits", "pre_tokenizer Digits");
+    return std::make_unique<PreTokenizerCharSplit>(unicode_is_numeric,
+                                                   individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous);
+  }
+  if (type == "Punctuation") {
+    const char* what = "pre_tokenizer Punctuation";
+    const auto behavior = split_behavior_from_name(json_field<std::string>(spec, "behavior", "Isolated", what), what);
+    return std::make_unique<PreTokenizerCharSplit>(unicode_is_punctuation, behavior);
+  }
+  if (type == "WhitespaceSplit") {
+    return std::make_unique<PreTokenizerCharSplit>(unicode_is_white_space, SplitBehavior::kRemoved);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 PrependScheme metaspace_prepend_scheme(const nlohmann::json& spec) {
@@ -209,12 +187,9 @@ std::unique_ptr<PreTokenizer> pre_tokenizer_from_json(const nlohmann::json& spec
     }
     return std::make_unique<PreTokenizerSequence>(std::move(steps));
   }
-  if (type == "Split") {
-    return std::make_unique<PreTokenizerSplit>(
-        json_pattern(spec, "pre_tokenizer Split"),
-        split_behavior_from_name(json_required<std::string>(spec, "behavior", "pre_tokenizer Split")),
-        json_field<bool>(spec, "invert", false, "pre_tokenizer Split"));
-  }
+  if (type == "Split") return split_from_json(spec);
+  if (auto char_split = char_split_from_json(type, spec)) return char_split;
+  if (type == "Whitespace") return pre_tokenizer_whitespace();
   if (type == "ByteLevel") {
     return std::make_unique<PreTokenizerByteLevel>(json_field<bool>(spec, "add_prefix_space", true, "pre_tokenizer ByteLevel"),
                                                    json_field<bool>(spec, "use_regex", true, "pre_tokenizer ByteLevel"));
@@ -225,7 +200,8 @@ std::unique_ptr<PreTokenizer> pre_tokenizer_from_json(const nlohmann::json& spec
                                                    json_field<bool>(spec, "split", true, "pre_tokenizer Metaspace"));
   }
   throw std::invalid_argument("unsupported pre_tokenizer type \"" + type +
-                              "\" (supported: Sequence, Split, ByteLevel, Metaspace)");
+                              "\" (supported: Sequence, Split, Digits, Punctuation, Whitespace, "
+                              "WhitespaceSplit, ByteLevel, Metaspace)");
 }
 
 }  // namespace linear_ard::io

@@ -1,5 +1,6 @@
-// PreTokenizer: the tokenizer.json "pre_tokenizer" stage (Split, ByteLevel, Metaspace, Sequence)
-// that cuts normalized text into the words BPE merges within.
+// PreTokenizer: the tokenizer.json "pre_tokenizer" stage (Split, Digits, Punctuation, Whitespace,
+// WhitespaceSplit, ByteLevel, Metaspace, Sequence) that cuts normalized text into the words BPE
+// merges within.
 #pragma once
 
 #include <memory>

@@ -10,8 +10,14 @@
 namespace linear_ard::io {
 namespace {
 
-// HF tokenizers matches with Oniguruma, whose Unicode \s includes U+0085 (NEL); PCRE2's UCP \s
-// does not. Rewriting \s (inside or outside a class) restores Oniguruma's set.
+// Oniguruma's Unicode \s: U+0009..U+000D, U+0085 and the Zs/Zl/Zp characters, i.e. White_Space,
+// as class members. PCRE2's UCP \s differs (it lacks U+0085 and still has U+180E, which left Zs in
+// Unicode 6.3), so patterns spell the set out.
+constexpr const char* kWhiteSpaceMembers =
+    "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+// HF tokenizers matches with Oniguruma: rewrites \s (inside or outside a class) and \S (outside)
+// to Oniguruma's set.
 std::string pattern_with_oniguruma_space(const std::string& pattern) {
   std::string out;
   out.reserve(pattern.size() + 16);
@@ -21,9 +27,9 @@ std::string pattern_with_oniguruma_space(const std::string& pattern) {
     if (c == '\\' && i + 1 < pattern.size()) {
       const char e = pattern[++i];
       if (e == 's') {
-        out += in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
+        out += in_class ? std::string(kWhiteSpaceMembers) : std::string("[") + kWhiteSpaceMembers + "]";
       } else if (e == 'S' && !in_class) {
-        out += "[^\\s\\x{85}]";
+        out += std::string("[^") + kWhiteSpaceMembers + "]";
       } else {
         out += c;
         out += e;
@@ -51,6 +57,8 @@ std::string pcre2_message(int code) {
 }
 
 }  // namespace
+
+const char* const kRegexWordClass = R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D})";
 
 struct Regex::Impl {
   pcre2_code* code = nullptr;

@@ -10,6 +10,11 @@
 
 namespace linear_ard::io {
 
+// The members of Unicode regex \w (UTS #18: Alphabetic, marks, decimal digits, connector
+// punctuation, joiners), for use inside a character class. Oniguruma and Rust's regex mean this by
+// \w; PCRE2 10.42's UCP \w is narrower, so HF's word tests spell it out.
+extern const char* const kRegexWordClass;
+
 class Regex {
  public:
   // Throws std::invalid_argument with PCRE2's message and the offset when `pattern` is invalid.

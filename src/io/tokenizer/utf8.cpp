@@ -110,4 +110,26 @@ bool unicode_is_white_space(char32_t cp) {
          cp == 0x205F || cp == 0x3000;
 }
 
+size_t leading_white_space_length(std::string_view s) {
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t next = pos;
+    if (!unicode_is_white_space(utf8_next(s, next))) break;
+    pos = next;
+  }
+  return pos;
+}
+
+size_t trailing_white_space_begin(std::string_view s) {
+  size_t begin = s.size();
+  while (begin > 0) {
+    size_t start = begin - 1;  // back to the first byte of the last character
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    size_t pos = start;
+    if (!unicode_is_white_space(utf8_next(s, pos))) break;
+    begin = start;
+  }
+  return begin;
+}
+
 }  // namespace linear_ard::io

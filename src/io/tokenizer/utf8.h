@@ -20,7 +20,14 @@ size_t utf8_first_invalid(std::string_view text);
 // one U+FFFD, so decoded text is identical to HF's even when ids split a character.
 std::string utf8_decode_lossy(std::string_view bytes);
 
-// Rust's char::is_whitespace (Unicode White_Space), used by added-token lstrip/rstrip.
+// Rust's char::is_whitespace (Unicode White_Space), used by added-token lstrip/rstrip and the
+// Strip normalizer.
 bool unicode_is_white_space(char32_t cp);
+
+// Length of the run of White_Space characters that starts valid UTF-8 `s`.
+size_t leading_white_space_length(std::string_view s);
+
+// Start of the run of White_Space characters that ends valid UTF-8 `s` (s.size() when none).
+size_t trailing_white_space_begin(std::string_view s);
 
 }  // namespace linear_ard::io

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <vector>
 
 #include "linear_ard/io/tokenizer.h"
 #include "linear_ard/io/tokenizer_bpe.h"
@@ -70,11 +72,32 @@ TEST(TokenizerErrors, MalformedMerges) {
 
 TEST(TokenizerErrors, UnsupportedComponentsAreNamed) {
   ScratchFolder dir;
-  auto spec = nlohmann::json::parse(tokenizer_json(""));
-  spec["normalizer"] = {{"type", "NFKC"}};
-  const auto path = dir.write("tokenizer.json", spec.dump());
-  expect_contains(error_of([&] { BpeTokenizer t(path); }), "unsupported normalizer type \"NFKC\"");
-  spec["normalizer"] = nullptr;
+  const auto base = nlohmann::json::parse(tokenizer_json(""));
+  const auto path = dir.path() + "/tokenizer.json";
+  // Each stage with a component HF has and we do not, alone and inside a Sequence.
+  const std::vector<std::tuple<const char*, nlohmann::json, const char*>> cases = {
+      {"normalizer", {{"type", "BertNormalizer"}}, "unsupported normalizer type \"BertNormalizer\""},
+      {"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "Precompiled"}}}}},
+       "unsupported normalizer type \"Precompiled\""},
+      {"pre_tokenizer", {{"type", "BertPreTokenizer"}}, "unsupported pre_tokenizer type \"BertPreTokenizer\""},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}},
+                                                                  {{"type", "UnicodeScripts"}}}}},
+       "unsupported pre_tokenizer type \"UnicodeScripts\""},
+      {"decoder", {{"type", "WordPiece"}}, "unsupported decoder type \"WordPiece\""},
+      {"post_processor", {{"type", "RobertaProcessing"}}, "unsupported post_processor type \"RobertaProcessing\""},
+  };
+  for (const auto& [stage, component, expected] : cases) {
+    auto spec = base;
+    spec[stage] = component;
+    dir.write("tokenizer.json", spec.dump());
+    const auto message = error_of([&] { BpeTokenizer t(path); });
+    expect_contains(message, path);
+    expect_contains(message, expected);
+  }
+  auto spec = base;
+  spec["pre_tokenizer"] = {{"type", "Punctuation"}, {"behavior", "Sideways"}};
+  dir.write("tokenizer.json", spec.dump());
+  expect_contains(error_of([&] { BpeTokenizer t(path); }), "pre_tokenizer Punctuation: unknown behavior \"Sideways\"");
   spec["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(["}}}, {"behavior", "Isolated"}};
   dir.write("tokenizer.json", spec.dump());
   expect_contains(error_of([&] { BpeTokenizer t(path); }), "invalid regex");
@@ -82,6 +105,26 @@ TEST(TokenizerErrors, UnsupportedComponentsAreNamed) {
   spec["model"]["continuing_subword_prefix"] = "##";
   dir.write("tokenizer.json", spec.dump());
   expect_contains(error_of([&] { BpeTokenizer t(path); }), "continuing_subword_prefix");
+}
+
+// Issue 14: a Qwen2-style tokenizer.json (NFC normalizer, regex Split, ByteLevel without regex)
+// used to fail at load with 'unsupported normalizer type "NFC"'.
+TEST(TokenizerErrors, QwenStylePipelineLoads) {
+  ScratchFolder dir;
+  auto spec = nlohmann::json::parse(tokenizer_json(""));
+  // U+00E9's UTF-8 bytes C3 A9 are the byte-level characters U+00C3 U+00A9, merged into token 2.
+  spec["model"]["vocab"] = {{"\xC3\x83", 0}, {"\xC2\xA9", 1}, {"\xC3\x83\xC2\xA9", 2}, {"e", 3}};
+  spec["model"]["merges"] = {"\xC3\x83 \xC2\xA9"};
+  spec["normalizer"] = {{"type", "NFC"}};
+  spec["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {
+      {{"type", "Split"}, {"pattern", {{"Regex", "\\p{L}+"}}}, {"behavior", "Isolated"}, {"invert", false}},
+      {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
+  spec["decoder"] = {{"type", "ByteLevel"}};
+  const auto path = dir.write("tokenizer.json", spec.dump());
+  const BpeTokenizer tokenizer(path);
+  // "e" + COMBINING ACUTE composes to U+00E9 (without NFC: "e" and two unknown bytes).
+  EXPECT_EQ(tokenizer.encode("e\xCC\x81", false), (std::vector<int32_t>{2}));
+  EXPECT_EQ(tokenizer.decode({2, 3}), "\xC3\xA9" "e");
 }
 
 TEST(TokenizerErrors, BadConfigAndBadText) {
