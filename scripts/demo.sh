@@ -37,7 +37,7 @@ if "$LINEAR_ARD_PYTHON" -c "import torch, sys; sys.exit(not torch.cuda.is_availa
 else
   # CPU: stage 1 only, short blocks, on the bundled KJV sample; measured on 2 cores in README.
   settings=(data="[data/demo/restore.jsonl]" ctx_len=256 batch_size=1 steps="${DEMO_STEPS:-60}"
-            warmup_steps=3 stage2.steps=0 log_every=5 dtype=fp32)
+            warmup_steps=3 stage2.steps=0 stage2.warmup_steps=0 log_every=5 dtype=fp32)
   heldout=data/demo/heldout.jsonl ppl_ctx=512 ppl_tokens="${DEMO_PPL_TOKENS:-8192}"
   native_lengths="2048" scaled_lengths="2048" samples=1
 fi
@@ -53,7 +53,7 @@ cp "$out/restored/model/config.json" "$out/scaled/config.json"
 
 # The held-out text, cut to its first ppl_tokens tokens' worth of documents on a CPU.
 ppl_text="$out/eval/heldout.jsonl"
-"$LINEAR_ARD_PYTHON" scripts/demo_text.py "$heldout" "$ppl_text" --model "$teacher" --tokens "$ppl_tokens"
+"$LINEAR_ARD_PYTHON" scripts/demo_text.py "$heldout" "$ppl_text" --tokens "$ppl_tokens"
 for m in native scaled restored; do
   case $m in native) dir=$teacher ;; scaled) dir=$out/scaled ;; restored) dir=$out/restored/model ;; esac
   case $m in native) lengths=$native_lengths ;; *) lengths=$scaled_lengths ;; esac

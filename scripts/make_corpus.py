@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds the English pretraining corpus from text that Debian packages install (scripts/make_corpus.sh
-installs them first), and splits it BY DOCUMENT into train / held-out JSONL ({"text": ...} per line).
+installs them first), and splits it BY DOCUMENT into train / held-out JSONL ({"text": ..., "source": ...} per line).
 
     scripts/make_corpus.py OUT_DIR [--heldout-permille 30] [--demo-bytes 131072]
 
@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-VERSION = 1  # bump when extraction changes, so scripts/make_corpus.sh rebuilds a cached corpus
+VERSION = 2  # bump when extraction changes, so scripts/make_corpus.sh rebuilds a cached corpus
 
 BLOCK_TAGS = {"p", "div", "li", "ul", "ol", "dl", "dt", "dd", "pre", "table", "tr", "td", "th", "br",
               "blockquote", "section", "article", "h4", "h5", "h6", "hr", "tbody", "thead", "figure"}
@@ -185,11 +185,12 @@ def held_out(source, name, permille):
     return int(hashlib.sha256(f"{source}/{name}".encode()).hexdigest()[:8], 16) % 1000 < permille
 
 
-def jsonl_write(path, texts):
+def jsonl_write(path, docs):
+    """docs: (source, text) pairs, written as {"text", "source"} lines (readers use "text")."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        for t in texts:
-            f.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+        for source, t in docs:
+            f.write(json.dumps({"text": t, "source": source}, ensure_ascii=False) + "\n")
     tmp.replace(path)
 
 
@@ -199,7 +200,7 @@ def prefix_bytes(texts, limit):
         if total >= limit:
             break
         out.append(t)
-        total += len(t.encode())
+        total += len(t[1].encode())
     return out
 
 
@@ -219,15 +220,15 @@ def main():
         train_docs, n_held, b_train, b_held = [], 0, 0, 0
         for name, text in docs:
             if held_out(source, name, args.heldout_permille):
-                heldout.append(text)
+                heldout.append((source, text))
                 n_held, b_held = n_held + 1, b_held + len(text.encode())
                 if source == "bible-kjv":
-                    kjv_heldout.append(text)
+                    kjv_heldout.append((source, text))
             else:
-                train_docs.append(text)
+                train_docs.append((source, text))
                 b_train += len(text.encode())
                 if source == "bible-kjv":
-                    kjv_train.append(text)
+                    kjv_train.append((source, text))
         train_by_source.append(train_docs)
         manifest["sources"][source] = {"train_documents": len(train_docs), "train_bytes": b_train,
                                        "heldout_documents": n_held, "heldout_bytes": b_held}
@@ -244,8 +245,8 @@ def main():
     jsonl_write(out / "heldout.jsonl", heldout)
     jsonl_write(out / "demo" / "restore.jsonl", prefix_bytes(kjv_train, args.demo_bytes))
     jsonl_write(out / "demo" / "heldout.jsonl", prefix_bytes(kjv_heldout, args.demo_bytes))
-    totals = {"train_documents": len(train), "train_bytes": sum(len(t.encode()) for t in train),
-              "heldout_documents": len(heldout), "heldout_bytes": sum(len(t.encode()) for t in heldout)}
+    totals = {"train_documents": len(train), "train_bytes": sum(len(t.encode()) for _, t in train),
+              "heldout_documents": len(heldout), "heldout_bytes": sum(len(t.encode()) for _, t in heldout)}
     manifest["totals"] = totals
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"make_corpus: wrote {out}/train.jsonl ({totals['train_documents']} docs, "

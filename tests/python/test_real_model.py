@@ -6,7 +6,8 @@ against transformers on the same folder, on CPU in fp32:
 - our logits vs transformers' on two prompts of >= 1K tokens, for the native RoPE and the PI x4 and
   YaRN x4 variants the experiments use (relative error <= 1e-4, as the small-config parity test);
 - greedy generation of 20 tokens, token for token, for plain and chat-template prompts;
-- our tokenizer's ids vs transformers' tokenizer on the chat template's special tokens.
+- our tokenizer's ids and decodes vs HF tokenizers' on the shared hard strings and chat-template
+  conversations (special tokens included).
 """
 
 import json
@@ -21,6 +22,8 @@ from safetensors.torch import load_file
 
 from real_model import ROOT, smollm2_folder
 from test_model_parity import FP32_TOLERANCE, model_dump_path, rel_err
+from tokenizer_strings import corpus
+from tokenizer_tool import check_against_tokenizers
 
 PROMPT_TOKENS = 1100
 GENERATE = 20
@@ -121,3 +124,22 @@ def test_greedy_generation_matches_transformers(kind, tmp_path):
     assert got.tolist() == ref.tolist(), (tokenizer.decode(got[0]), tokenizer.decode(ref[0]))
     if kind == "plain":
         assert "Paris" in tokenizer.decode(got[0, len(prompt):])
+
+
+def test_tokenizer_matches_hf_tokenizers(tmp_path):
+    """Our ids and decodes vs HF tokenizers on the imported tokenizer.json: the shared hard strings
+    (code, numbers, whitespace runs, unicode, emoji, CJK, ...) plus chat-template conversations,
+    whose <|im_start|>/<|im_end|> must come out as the special tokens."""
+    folder = smollm2_folder()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    chats = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in (
+        [{"role": "user", "content": "What is 12345 + 67890?"}],
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "日本の首都は？ 🙂"},
+         {"role": "assistant", "content": "東京です。"}, {"role": "user", "content": "def f(x):\n\treturn x"}],
+    )]
+    texts = corpus() + chats
+    assert len(texts) >= 200
+    check_against_tokenizers(folder, texts, tmp_path)
+    im_start, im_end = tokenizer.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])
+    ids = tokenizer(chats[1], add_special_tokens=False)["input_ids"]
+    assert ids.count(im_start) == 5 and ids.count(im_end) == 4  # 4 turns + the generation prompt
