@@ -13,6 +13,11 @@
 #                                   quick cases, then the 4K/8K/16K benchmark of every variant and
 #                                   one comparison table last
 #   scripts/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
+#   scripts/gpu_check.sh --operator the relation-KL operator alone (builds only its two targets):
+#                                   the reference checker with the non-finite rule and the exact
+#                                   zero gradient of single-key rows, memcheck, the torch checks
+#                                   (2x rule: bf16/fp16, fp32 KL on peaked self-relations; NaN
+#                                   through the op and relation_loss), the 4K/8K/16K benchmark
 #   PREBUILT=.devbin scripts/gpu_check.sh ...  use binaries packed by scripts/prebuilt_pack.sh on the
 #                                   CI-like machine (carried) instead of building here
 set -uo pipefail
@@ -32,7 +37,11 @@ step() { summary+=("$(printf '%-34s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || ech
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
 source scripts/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried binaries, no build)
-LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_gpu_check model_dump linear_ard_cli bench_restore_gpu || exit 1
+if [[ "${1:-}" == "--operator" ]]; then
+  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_gpu_check || exit 1
+else
+  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_gpu_check model_dump linear_ard_cli bench_restore_gpu || exit 1
+fi
 
 export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
 # The restore training step (restore_step: objective, trainable set, AdamW) at the LLaMA-2-7B shape
@@ -68,6 +77,27 @@ print(' '.join(f'{k}={x}' for k, x in b.variant_env('$v').items()))")"
     | tee "$out/bench_variants.log"
   step "benchmark of the variants" "${PIPESTATUS[0]}"
   printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
+  printf '%s\n' "${summary[@]}"
+  exit $status
+fi
+if [[ "${1:-}" == "--operator" ]]; then
+  "$build/tests/gpu/relation_kl_gpu_check" >"$out/check_reference.log" 2>&1
+  step "CUDA vs fp64 reference" $?
+  grep "^FAIL" "$out/check_reference.log" | head -20
+  tail -6 "$out/check_reference.log"
+  if command -v compute-sanitizer >/dev/null; then
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/relation_kl_gpu_check" --quick \
+      >"$out/memcheck.log" 2>&1
+    step "compute-sanitizer memcheck" $?
+  fi
+  python3 tests/gpu/check_relation_kl_torch.py >"$out/check_torch.log" 2>&1
+  step "torch op: 2x rules, non-finite rule" $?
+  grep "^FAIL" "$out/check_torch.log" | head -20
+  sed -n "/^fp32 relation KL on peaked/,/^\$/p" "$out/check_torch.log"
+  tail -5 "$out/check_torch.log"
+  python3 benchmarks/bench_relation_kl_gpu.py --out "$out" --sizes 4096,8192,16384 2>&1 | tee "$out/bench.log" | tail -8
+  step "benchmark 4K/8K/16K" "${PIPESTATUS[0]}"
+  printf '\n%s\n' "GPU checks of the operator ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
   printf '%s\n' "${summary[@]}"
   exit $status
 fi

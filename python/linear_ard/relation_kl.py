@@ -23,7 +23,10 @@ def relation_kl(
         kl[b, h, i] = sum_j R_t(i, j) * (log R_t(i, j) - log R_s(i, j))
 
     where M is -inf for padded keys (``key_mask`` False) and, when ``causal``, for keys j > i. A
-    row with no visible key has kl 0 and no gradient. No n x n tensor is ever allocated.
+    row with no visible key has kl 0 and no gradient. A row whose logits over the keys it sees are
+    not all finite (NaN or Inf inputs, a dot product overflowing fp32) has kl and both LSEs NaN and
+    NaN gradients, never a finite value; the other rows are unaffected. No n x n tensor is ever
+    allocated.
 
     Args:
         x_s: student X, [B, H, n, d_s]; float32, bfloat16, float16 or float64; any strides with a

@@ -21,7 +21,8 @@ def relation_loss(
     Each relation is the self-relation softmax(X X^T / sqrt(d) + M) of one projection, and its
     L_KL is the mean of the per-row KL (see :func:`relation_kl`) over valid rows, heads and batch.
     A row is valid when its query position is a real token (``key_mask`` True; every row without
-    a mask); such a row always sees at least one key, itself. No valid row at all gives 0.
+    a mask); such a row always sees at least one key, itself. No valid row at all gives 0. A NaN or
+    Inf in a valid row's relation (see :func:`relation_kl`) makes the loss NaN, never a finite value.
 
     Args:
         student: (q, k, v) of the student: q [B, H_q, n, d], k and v [B, H_kv, n, d], post-RoPE.

@@ -7,9 +7,20 @@
 // hot functions are cloned for x86-64-v3 = AVX2+FMA with a baseline fallback).
 //
 // Forward, one pass. Per row the task keeps the online-softmax state of both models, (m_t, l_t) and
-// (m_s, l_s), and A = sum_j exp(z_t - m_t) (z_t - z_s), all rescaled when a running max grows. Then
-//   lse = m + log l,   KL = A / l_t - (lse_t - lse_s)
-// since sum_j R_t (log R_t - log R_s) = sum_j R_t (z_t - z_s) - lse_t + lse_s.
+// (m_s, l_s), and B = sum_j exp(z_t - m_t) ((z_t - m_t) - (z_s - m_s)), all relative to the running
+// maxima and moved along when one grows. Then
+//   lse = m + log l,   KL = B / l_t + log(l_s / l_t)
+// since log R_t - log R_s = (z_t - m_t - log l_t) - (z_s - m_s - log l_s). As in a dense log-softmax
+// every term is relative to the row's maxima (the bracket of a peaked row's leading key is exactly 0),
+// so nothing of the size of the logits cancels at the end: KL = A / l_t - (lse_t - lse_s) with
+// A = sum exp(z_t - m_t)(z_t - z_s) lost about u |z| to that cancellation, up to 60x the error of a
+// dense fp32 computation on peaked self-relations (docs/operator-cpu.md, "Accuracy").
+//
+// Non-finite rule. A row whose seen logits are not all finite gets KL and both LSEs NaN. It needs no
+// pass of its own: hidden keys get a finite stand-in logit (kHidden), so the NaN of a seen NaN, of
+// inf - inf at a +inf maximum, or of 0 x inf at a seen -inf reaches the sums; where every seen logit
+// of the tile is NaN the maxima (which skip NaN) stay at or below kHidden and the row is marked. The
+// end checks KL and the LSEs for finiteness once per row. Rows with no visible key keep KL 0, LSE -inf.
 //
 // Backward. Each task recomputes its logit tiles, rebuilds R = exp(z - lse) from the stored LSEs and
 // forms dZ = g (R_s - R_t) for kRows x kKeys, then dX rows += scale dZ Y (kept in the task) and
@@ -42,9 +53,15 @@ namespace {
 
 constexpr int kRows = 32;  // query rows per task
 constexpr int kKeys = 64;  // keys per tile: 8 AVX2 fp32 vectors per logit row
+constexpr int kDotBlock = 64;  // logit dot products are summed in blocks of this many terms
 
 template <typename T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+// The logit of a key a row does not see: finite, so that its exp is 0 and (z_t - m_t) - (z_s - m_s)
+// stays finite (0 x finite = 0, no select needed), while a seen logit that overflowed to -inf still
+// gives 0 x inf = NaN. A quarter of the lowest value: minus a row max of up to 2.5e38 it stays finite.
+template <typename T>
+constexpr T kHidden = std::numeric_limits<T>::lowest() / 4;
 
 // e^x for x in [-inf, 88]: Cody-Waite reduction to |r| <= ln2/2 and a degree-7 Taylor polynomial
 // (truncation < 6e-9 relative, so the result is within ~2 ulp). Branch-free so loops vectorise; below
@@ -94,14 +111,14 @@ struct Workspace {
   std::vector<T> y_s, y_t;    // [kKeys][d]: key tile, row-major
   std::vector<T> yt_s, yt_t;  // [d][kKeys]: key tile, transposed
   std::vector<T> z_s, z_t;    // [kRows][kKeys]: logits, then dZ in z_s during backward
-  std::vector<T> bias;        // [kKeys]: 0 for a visible key, -inf for padding or past the end
+  std::vector<T> visible;     // [kKeys]: 1 for a visible key, 0 for padding or past the end
   std::vector<T> dx;          // [kRows][d_s]: backward only
   std::vector<T> dy_row;      // [d_s]: backward only
 
   Workspace(const RelationKLParams& p, bool backward)
       : x_s(size_t(kRows) * p.student.head_dim), x_t(size_t(kRows) * p.teacher.head_dim),
         y_s(size_t(kKeys) * p.student.head_dim), y_t(size_t(kKeys) * p.teacher.head_dim),
-        yt_s(y_s.size()), yt_t(y_t.size()), z_s(size_t(kRows) * kKeys), z_t(z_s.size()), bias(kKeys),
+        yt_s(y_s.size()), yt_t(y_t.size()), z_s(size_t(kRows) * kKeys), z_t(z_s.size()), visible(kKeys),
         dx(backward ? x_s.size() : 0), dy_row(backward ? p.student.head_dim : 0) {}
 };
 
@@ -153,37 +170,64 @@ LINEAR_ARD_INLINE void load_keys(DType dtype, const HeadView& v, int64_t key0, i
   }
 }
 
-// bias[j] for keys [key0, key0 + kKeys); returns whether any key is visible.
+// visible[j] for keys [key0, key0 + kKeys); returns the first visible one (kKeys when none is).
 template <typename T>
-LINEAR_ARD_INLINE bool key_bias(const Task& t, int64_t key0, T* bias) {
+LINEAR_ARD_INLINE int key_visibility(const Task& t, int64_t key0, T* visible) {
   const int64_t n = t.p->seq_len;
-  bool any = false;
-  for (int j = 0; j < kKeys; ++j) {
+  int first = kKeys;
+  for (int j = kKeys - 1; j >= 0; --j) {
     const int64_t key = key0 + j;
-    const bool visible = key < n && (t.key_mask == nullptr || t.key_mask[key] != 0);
-    bias[j] = visible ? T(0) : kNegInf<T>;
-    any = any || visible;
+    const bool v = key < n && (t.key_mask == nullptr || t.key_mask[key] != 0);
+    visible[j] = v ? T(1) : T(0);
+    first = v ? j : first;
   }
-  return any;
+  return first;
 }
 
-// z[i][j] = scale * x_i . yt[:, j] + bias[j], -inf past the causal limit of row row0 + i.
+// dot[j] = sum over k in [k0, k1) of x[k] yt[k][j], k1 > k0. The first term initialises dot (a
+// zeroing loop becomes a memset, which keeps the accumulators in memory instead of registers).
 template <typename T>
-LINEAR_ARD_INLINE void logits_tile(const T* x, int rows, int d, const T* yt, T scale, const T* bias,
+LINEAR_ARD_INLINE void dot_block(const T* x, const T* yt, int k0, int k1, T* dot) {
+  {
+    const T a = x[k0];
+    const T* ytk = yt + k0 * kKeys;
+#pragma omp simd
+    for (int j = 0; j < kKeys; ++j) dot[j] = a * ytk[j];
+  }
+  for (int k = k0 + 1; k < k1; ++k) {
+    const T a = x[k];
+    const T* ytk = yt + k * kKeys;
+#pragma omp simd
+    for (int j = 0; j < kKeys; ++j) dot[j] += a * ytk[j];
+  }
+}
+
+// Keys [0, causal_limit(...)) of a tile are not past the causal limit of row row0 + i.
+LINEAR_ARD_INLINE int64_t causal_limit(bool causal, int64_t row0, int i, int64_t key0) {
+  return causal ? row0 + i - key0 + 1 : kKeys;
+}
+
+// z[i][j] = scale * x_i . yt[:, j] where row row0 + i sees key j (visible, within its causal limit),
+// else kHidden: a hidden key's values are never used, padding may hold anything. The dot products
+// are summed in blocks of kDotBlock terms, then the blocks: summed straight through, a d = 256 dot
+// product rounds each partial sum at its full size, ~4x the error of a BLAS one.
+template <typename T>
+LINEAR_ARD_INLINE void logits_tile(const T* x, int rows, int d, const T* yt, T scale, const T* visible,
                                    bool causal, int64_t row0, int64_t key0, T* z) {
   for (int i = 0; i < rows; ++i) {
-    T acc[kKeys] = {};
     const T* xi = x + int64_t(i) * d;
-    for (int k = 0; k < d; ++k) {
-      const T a = xi[k];
-      const T* ytk = yt + k * kKeys;
+    T acc[kKeys];
+    dot_block(xi, yt, 0, std::min(d, kDotBlock), acc);
+    for (int k0 = kDotBlock; k0 < d; k0 += kDotBlock) {
+      T part[kKeys];
+      dot_block(xi, yt, k0, std::min(d, k0 + kDotBlock), part);
 #pragma omp simd
-      for (int j = 0; j < kKeys; ++j) acc[j] += a * ytk[j];
+      for (int j = 0; j < kKeys; ++j) acc[j] += part[j];
     }
-    const int64_t limit = causal ? row0 + i - key0 + 1 : kKeys;
+    const int64_t limit = causal_limit(causal, row0, i, key0);
     T* zi = z + i * kKeys;
 #pragma omp simd
-    for (int j = 0; j < kKeys; ++j) zi[j] = j < limit ? acc[j] * scale + bias[j] : kNegInf<T>;
+    for (int j = 0; j < kKeys; ++j) zi[j] = j < limit && visible[j] != T(0) ? acc[j] * scale : kHidden<T>;
   }
 }
 
@@ -199,22 +243,26 @@ LINEAR_ARD_INLINE void forward_block(const Task& t, Workspace<T>& ws) {
   const T scale_s = T(t.student.scale), scale_t = T(t.teacher.scale);
   load_rows(p.dtype, t.student, t.row0, t.rows, ws.x_s.data());
   load_rows(p.dtype, t.teacher, t.row0, t.rows, ws.x_t.data());
-  T m_t[kRows], l_t[kRows], m_s[kRows], l_s[kRows], a[kRows];
+  // Per row and model: running max m, c = how many seen logits equal m, s = sum of exp(z - m) over
+  // the others (so l = c + s); and B (see the top of the file).
+  T m_t[kRows], c_t[kRows], s_t[kRows], m_s[kRows], c_s[kRows], s_s[kRows], b[kRows];
   for (int i = 0; i < kRows; ++i) {
     m_t[i] = m_s[i] = kNegInf<T>;
-    l_t[i] = l_s[i] = a[i] = T(0);
+    c_t[i] = s_t[i] = c_s[i] = s_s[i] = b[i] = T(0);
   }
   const int64_t end = key_end(t);
   for (int64_t key0 = 0; key0 < end; key0 += kKeys) {
-    if (!key_bias(t, key0, ws.bias.data())) continue;
+    const int first_visible = key_visibility(t, key0, ws.visible.data());
+    if (first_visible == kKeys) continue;
     const int keys = int(std::min<int64_t>(kKeys, p.seq_len - key0));
     load_keys(p.dtype, t.student, key0, keys, ws.y_s.data(), ws.yt_s.data());
     load_keys(p.dtype, t.teacher, key0, keys, ws.y_t.data(), ws.yt_t.data());
-    logits_tile(ws.x_s.data(), t.rows, t.student.d, ws.yt_s.data(), scale_s, ws.bias.data(), p.causal,
+    logits_tile(ws.x_s.data(), t.rows, t.student.d, ws.yt_s.data(), scale_s, ws.visible.data(), p.causal,
                 t.row0, key0, ws.z_s.data());
-    logits_tile(ws.x_t.data(), t.rows, t.teacher.d, ws.yt_t.data(), scale_t, ws.bias.data(), p.causal,
+    logits_tile(ws.x_t.data(), t.rows, t.teacher.d, ws.yt_t.data(), scale_t, ws.visible.data(), p.causal,
                 t.row0, key0, ws.z_t.data());
     for (int i = 0; i < t.rows; ++i) {
+      if (first_visible >= causal_limit(p.causal, t.row0, i, key0)) continue;  // sees no key here
       const T* zs = ws.z_s.data() + i * kKeys;
       const T* zt = ws.z_t.data() + i * kKeys;
       T max_t = kNegInf<T>, max_s = kNegInf<T>;
@@ -223,37 +271,77 @@ LINEAR_ARD_INLINE void forward_block(const Task& t, Workspace<T>& ws) {
         max_t = std::max(max_t, zt[j]);
         max_s = std::max(max_s, zs[j]);
       }
-      if (max_t == kNegInf<T>) continue;  // the mask hides this row's keys in this tile
-      const T new_m_t = std::max(m_t[i], max_t), new_m_s = std::max(m_s[i], max_s);
-      T sum_t = 0, sum_a = 0, sum_s = 0;
-#pragma omp simd reduction(+ : sum_t, sum_a, sum_s)
-      for (int j = 0; j < kKeys; ++j) {
-        const T pt = exp_fast(zt[j] - new_m_t);
-        sum_t += pt;
-        // Masked entries have pt == 0 and z_t - z_s = NaN: select, never multiply them in.
-        sum_a += pt > T(0) ? pt * (zt[j] - zs[j]) : T(0);
-        sum_s += exp_fast(zs[j] - new_m_s);
+      // The maxima skip NaN: at or below kHidden here, every logit the row sees in this tile is NaN
+      // (or -inf).
+      if (max_t <= kHidden<T> || max_s <= kHidden<T>) {
+        s_t[i] = std::numeric_limits<T>::quiet_NaN();
+        continue;
       }
-      // exp(-inf - finite) = 0 drops the empty state on the first visible tile.
+      const T new_m_t = std::max(m_t[i], max_t), new_m_s = std::max(m_s[i], max_s);
+      // Terms equal to 1 (at the max) are counted apart, in the tiles that hold a running max: added
+      // onto a 1 in a vector lane, the small terms would each be rounded to the 1's ulp.
+      T top_t = 0, sum_t = 0, top_s = 0, sum_s = 0, sum_b = 0;
+      if (max_t == new_m_t || max_s == new_m_s) {
+#pragma omp simd reduction(+ : top_t, sum_t, top_s, sum_s, sum_b)
+        for (int j = 0; j < kKeys; ++j) {
+          const T dt = zt[j] - new_m_t, ds = zs[j] - new_m_s;
+          const T pt = exp_fast(dt);
+          top_t += dt == T(0) ? T(1) : T(0);
+          sum_t += dt == T(0) ? T(0) : pt;
+          top_s += ds == T(0) ? T(1) : T(0);
+          sum_s += ds == T(0) ? T(0) : exp_fast(ds);
+          sum_b += pt * (dt - ds);
+        }
+      } else {
+#pragma omp simd reduction(+ : sum_t, sum_s, sum_b)
+        for (int j = 0; j < kKeys; ++j) {
+          const T dt = zt[j] - new_m_t, ds = zs[j] - new_m_s;
+          const T pt = exp_fast(dt);
+          sum_t += pt;
+          sum_s += exp_fast(ds);
+          sum_b += pt * (dt - ds);
+        }
+      }
+      // Moving to the new maxima scales the old terms by alpha and shifts each of B's brackets by
+      // (new_m_s - m_s) - (new_m_t - m_t); a row's first visible tile starts the sums afresh.
       const T alpha_t = exp_fast(m_t[i] - new_m_t), alpha_s = exp_fast(m_s[i] - new_m_s);
-      l_t[i] = l_t[i] * alpha_t + sum_t;
-      a[i] = a[i] * alpha_t + sum_a;
-      l_s[i] = l_s[i] * alpha_s + sum_s;
+      const T l_t = c_t[i] + s_t[i];
+      b[i] = m_t[i] == kNegInf<T> ? sum_b
+                                  : alpha_t * (b[i] + l_t * ((new_m_s - m_s[i]) - (new_m_t - m_t[i]))) + sum_b;
+      if (new_m_t > m_t[i]) {
+        s_t[i] = alpha_t * l_t + sum_t;
+        c_t[i] = top_t;
+      } else {
+        s_t[i] += sum_t;
+        c_t[i] += top_t;
+      }
+      if (new_m_s > m_s[i]) {
+        s_s[i] = alpha_s * (c_s[i] + s_s[i]) + sum_s;
+        c_s[i] = top_s;
+      } else {
+        s_s[i] += sum_s;
+        c_s[i] += top_s;
+      }
       m_t[i] = new_m_t;
       m_s[i] = new_m_s;
     }
   }
   for (int i = 0; i < t.rows; ++i) {
     const int64_t o = t.out_offset + t.row0 + i;
-    if (l_t[i] == T(0)) {
+    const T l_t = c_t[i] + s_t[i], l_s = c_s[i] + s_s[i];
+    if (l_t == T(0)) {  // no visible key (a seen finite logit makes c >= 1, a NaN makes s NaN)
       out.kl[o] = T(0);
       out.lse_teacher[o] = out.lse_student[o] = kNegInf<T>;
       continue;
     }
-    const T lse_t = m_t[i] + std::log(l_t[i]), lse_s = m_s[i] + std::log(l_s[i]);
-    out.kl[o] = a[i] / l_t[i] - (lse_t - lse_s);
-    out.lse_teacher[o] = lse_t;
-    out.lse_student[o] = lse_s;
+    const T lse_t = m_t[i] + std::log(l_t), lse_s = m_s[i] + std::log(l_s);
+    // log(l_s / l_t) as log1p of the exact-ish difference: l_s and l_t are both near c when peaked.
+    const T kl = b[i] / l_t + std::log1p(((c_s[i] - c_t[i]) + (s_s[i] - s_t[i])) / l_t);
+    const bool finite = std::isfinite(kl) && std::isfinite(lse_t) && std::isfinite(lse_s);
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    out.kl[o] = finite ? kl : nan;
+    out.lse_teacher[o] = finite ? lse_t : nan;
+    out.lse_student[o] = finite ? lse_s : nan;
   }
 }
 
@@ -279,13 +367,13 @@ LINEAR_ARD_INLINE void backward_block(const Task& t, Workspace<T>& ws, T* dy_par
   }
   const int64_t end = any_row ? key_end(t) : 0;
   for (int64_t key0 = 0; key0 < end; key0 += kKeys) {
-    if (!key_bias(t, key0, ws.bias.data())) continue;
+    if (key_visibility(t, key0, ws.visible.data()) == kKeys) continue;
     const int keys = int(std::min<int64_t>(kKeys, p.seq_len - key0));
     load_keys(p.dtype, t.student, key0, keys, ws.y_s.data(), ws.yt_s.data());
     load_keys(p.dtype, t.teacher, key0, keys, ws.y_t.data(), ws.yt_t.data());
-    logits_tile(ws.x_s.data(), t.rows, ds, ws.yt_s.data(), scale_s, ws.bias.data(), p.causal, t.row0,
+    logits_tile(ws.x_s.data(), t.rows, ds, ws.yt_s.data(), scale_s, ws.visible.data(), p.causal, t.row0,
                 key0, ws.z_s.data());
-    logits_tile(ws.x_t.data(), t.rows, t.teacher.d, ws.yt_t.data(), scale_t, ws.bias.data(), p.causal,
+    logits_tile(ws.x_t.data(), t.rows, t.teacher.d, ws.yt_t.data(), scale_t, ws.visible.data(), p.causal,
                 t.row0, key0, ws.z_t.data());
     T* dz = ws.z_s.data();
     for (int i = 0; i < t.rows; ++i) {
@@ -296,8 +384,11 @@ LINEAR_ARD_INLINE void backward_block(const Task& t, Workspace<T>& ws, T* dy_par
         std::fill(dzi, dzi + kKeys, T(0));
         continue;
       }
+      // Hidden entries get exactly 0, also in a NaN row: its NaN reaches only the keys it sees.
 #pragma omp simd
-      for (int j = 0; j < kKeys; ++j) dzi[j] = gi * (exp_fast(dzi[j] - ls) - exp_fast(zt[j] - lt));
+      for (int j = 0; j < kKeys; ++j) {
+        dzi[j] = dzi[j] == kHidden<T> ? T(0) : gi * (exp_fast(dzi[j] - ls) - exp_fast(zt[j] - lt));
+      }
       T* dxi = ws.dx.data() + int64_t(i) * ds;
       for (int j = 0; j < keys; ++j) {
         const T w = dzi[j];

@@ -122,6 +122,13 @@ void RelationKLProblem::fill_side(RelationSide& side, Tensor& x, Tensor& y, int3
   side.scale = float(1.0 / std::sqrt(double(dim)));
 }
 
+void RelationKLProblem::set_input(bool teacher, bool y, int64_t b, int32_t head, int64_t row, int32_t k,
+                                  double value) {
+  Tensor& t = y && !spec_.self_relation ? (teacher ? y_t_ : y_s_) : (teacher ? x_t_ : x_s_);
+  const int64_t at = b * t.batch_stride + head * t.head_stride + row * t.row_stride + k;
+  store(spec_.dtype, value, t.bytes.data() + size_t(at) * dtype_size(spec_.dtype));
+}
+
 RelationKLProblem::RelationKLProblem(const RelationKLProblemSpec& spec) : spec_(spec) {
   if (spec.self_relation && (spec.heads_y_student != spec.heads || spec.heads_y_teacher != spec.heads)) {
     throw std::invalid_argument("RelationKLProblem: a self-relation needs heads_y == heads");

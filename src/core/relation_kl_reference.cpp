@@ -12,6 +12,7 @@ namespace linear_ard {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // One model's X [n, d] and Y [n, d] for one (batch, head), in double.
 struct DenseHead {
@@ -63,6 +64,15 @@ double row_lse(const double* z, int64_t n) {
   return m + std::log(sum);
 }
 
+// Whether every logit row i sees (visible key, not past it when causal) is finite in both models.
+bool row_is_finite(const double* zs, const double* zt, const std::vector<bool>& visible, bool causal, int64_t i) {
+  for (size_t j = 0; j < visible.size(); ++j) {
+    if (!visible[j] || (causal && int64_t(j) > i)) continue;
+    if (!std::isfinite(zs[j]) || !std::isfinite(zt[j])) return false;
+  }
+  return true;
+}
+
 // Upstream gradient of row o: fp32, or fp64 for kF64 (the operator's rule).
 double grad_kl(const RelationKLParams& p, int64_t o) {
   return p.dtype == DType::kF64 ? reinterpret_cast<const double*>(p.grad_kl)[o] : double(p.grad_kl[o]);
@@ -97,6 +107,16 @@ RelationKLReference relation_kl_reference(const RelationKLParams& p, bool backwa
         const int64_t o = (b * p.heads + h) * n + i;
         const double* zsi = zs.data() + i * n;
         const double* zti = zt.data() + i * n;
+        const double g = backward ? grad_kl(p, o) : 0.0;
+        if (!row_is_finite(zsi, zti, visible, p.causal, i)) {
+          // The contract's non-finite rule: KL and both LSEs NaN; the gradient of every visible entry NaN.
+          r.kl[size_t(o)] = r.lse_student[size_t(o)] = r.lse_teacher[size_t(o)] = kNaN;
+          for (int64_t j = 0; backward && g != 0 && j < n; ++j) {
+            if (!visible[size_t(j)] || (p.causal && j > i)) continue;
+            dz[size_t(i * n + j)] = dz_abs[size_t(i * n + j)] = kNaN;
+          }
+          continue;
+        }
         const double lse_s = row_lse(zsi, n), lse_t = row_lse(zti, n);
         r.lse_student[size_t(o)] = lse_s;
         r.lse_teacher[size_t(o)] = lse_t;
@@ -108,8 +128,8 @@ RelationKLReference relation_kl_reference(const RelationKLParams& p, bool backwa
           kl += std::exp(log_rt) * (log_rt - log_rs);
           zmax = std::max({zmax, std::fabs(zti[j]), std::fabs(zsi[j])});
           if (backward) {
-            dz[size_t(i * n + j)] = grad_kl(p, o) * (std::exp(log_rs) - std::exp(log_rt));
-            dz_abs[size_t(i * n + j)] = std::fabs(grad_kl(p, o)) * (std::exp(log_rs) + std::exp(log_rt));
+            dz[size_t(i * n + j)] = g * (std::exp(log_rs) - std::exp(log_rt));
+            dz_abs[size_t(i * n + j)] = std::fabs(g) * (std::exp(log_rs) + std::exp(log_rt));
           }
         }
         r.kl[size_t(o)] = kl;

@@ -1,4 +1,5 @@
-// The CPU relation-KL operator against the dense fp64 reference, over fixed and freshly random shapes.
+// The CPU relation-KL operator against the dense fp64 reference, over fixed and freshly random shapes,
+// and on non-finite inputs (NaN, Inf, logits that overflow).
 //
 // Tolerances. The reference reads the same stored (already rounded) inputs, so bf16/fp16 inputs add no
 // error of their own: what differs is fp32 accumulation (unit roundoff u = 2^-24 = 6e-8) against fp64.
@@ -6,8 +7,10 @@
 // logits, so their absolute error scales with the row's largest |z| too. Per row we allow
 //   |kl - kl_ref| <= 1e-5 |kl_ref| + 1e-6 sqrt(d) (1 + max|z|)      (about 16 u sqrt(d) |z|)
 // and the same for the LSEs. A gradient element sums n terms dZ(i,j) Y(j,k) whose dZ carries the
-// relative error of R (about u sqrt(d) max|z|), so gradients are compared normwise per tensor:
-//   max |g - g_ref| <= 2e-5 sqrt(d) (1 + max|z|) max |g_ref|.
+// relative error of R (about u sqrt(d) max|z|), so each element is compared against the sum of its
+// terms' absolute values:
+//   |g - g_ref| <= 4 u sqrt(d) (1 + max|z|) sum|terms| + n FLT_MIN
+// (the last for sums of terms that fp32 cannot resolve: below its smallest normal number).
 // fp64 inputs accumulate in fp64 and round only the fp32 outputs: 1e-6 relative (16 u).
 #include <gtest/gtest.h>
 
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -39,10 +43,16 @@ std::string describe(const RelationKLProblemSpec& s) {
 
 constexpr double kGradientTolerance = 4;
 
-// Checks forward and backward of one problem against the reference; failures name the spec.
-void expect_matches_reference(const RelationKLProblemSpec& spec) {
+// Where the reference is NaN (the non-finite rule) the operator must be NaN. kExact: and nowhere
+// else. kMaySpread: a gradient may also be NaN where the reference is finite (a NaN or Inf in the
+// student's inputs reaches every gradient it is multiplied into, with zero weights too); the
+// forward outputs are still exact.
+enum class NanPolicy { kExact, kMaySpread };
+
+// Runs forward and backward of `problem` and checks them against the reference; failures name the spec.
+void expect_matches_reference(RelationKLProblem& problem, NanPolicy nan_policy = NanPolicy::kExact) {
+  const RelationKLProblemSpec& spec = problem.spec();
   SCOPED_TRACE(describe(spec));
-  RelationKLProblem problem(spec);
   RelationKLParams& p = problem.params();
   relation_kl_forward_cpu(p);
   relation_kl_backward_cpu(p);
@@ -55,10 +65,14 @@ void expect_matches_reference(const RelationKLProblemSpec& spec) {
 
   // Relative units: u sqrt(d) (1 + max|z|) for fp32 accumulation, ~fp64 roundoff for kF64.
   const double unit = f64 ? 1e-13 * (1 + zmax) : 6e-8 * sqrt_d * (1 + zmax);
+  // fp32 resolves nothing below its smallest normal (the exponential flushes e^-87 and below to 0):
+  // with logits of +-80 a gradient element can be a sum of n such terms.
+  const double underflow = f64 ? 1e-300 : double(spec.seq_len) * std::numeric_limits<float>::min();
   int reported = 0;
   auto expect_row = [&](const char* what, double got, double want, double row_zmax, size_t row) {
-    if (std::isinf(want)) {
-      if (got != want && reported++ < 5) ADD_FAILURE() << what << "[" << row << "] = " << got << ", want " << want;
+    if (std::isinf(want) || std::isnan(want)) {
+      const bool same = std::isnan(want) ? std::isnan(got) : got == want;
+      if (!same && reported++ < 5) ADD_FAILURE() << what << "[" << row << "] = " << got << ", want " << want;
       return;
     }
     const double tol = f64 ? 1e-13 * (std::fabs(want) + 1 + row_zmax)
@@ -77,9 +91,15 @@ void expect_matches_reference(const RelationKLProblemSpec& spec) {
                          const std::vector<double>& want_abs) {
     ASSERT_EQ(got.size(), want.size()) << what;
     double worst = 0;
-    size_t worst_at = 0;
+    size_t worst_at = 0, nan_missing = 0;
     for (size_t k = 0; k < want.size(); ++k) {
-      const double ratio = std::fabs(got[k] - want[k]) / (unit * want_abs[k] + 1e-300);
+      if (std::isnan(want[k]) || (nan_policy == NanPolicy::kMaySpread && std::isnan(got[k]))) {
+        if (!std::isnan(got[k]) && nan_missing++ == 0) {
+          ADD_FAILURE() << what << "[" << k << "] = " << got[k] << ", want NaN (first of the misses)";
+        }
+        continue;
+      }
+      const double ratio = std::fabs(got[k] - want[k]) / (unit * want_abs[k] + underflow);
       if (!(ratio <= worst)) {
         worst = ratio;
         worst_at = k;
@@ -90,6 +110,11 @@ void expect_matches_reference(const RelationKLProblemSpec& spec) {
   };
   expect_grad("dx", problem.dx, ref.dx, ref.dx_abs);
   if (!spec.self_relation) expect_grad("dy", problem.dy, ref.dy, ref.dy_abs);
+}
+
+void expect_matches_reference(const RelationKLProblemSpec& spec) {
+  RelationKLProblem problem(spec);
+  expect_matches_reference(problem);
 }
 
 RelationKLProblemSpec base_spec(int64_t n, int32_t d, DType dtype) {
@@ -174,6 +199,175 @@ TEST_P(RelationKLCpuDType, LargeLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, RelationKLCpuDType,
+                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16, DType::kF64),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+// Non-finite inputs, the contract's rule: a row whose visible logits (either model) are not all
+// finite has NaN kl, lse_s and lse_t and NaN gradients; keys a row does not see are never read; rows
+// with no visible key keep KL 0, LSE -inf. The reference follows the same rule.
+class RelationKLCpuNonFinite : public ::testing::TestWithParam<DType> {};
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// An input value whose logits overflow the accumulation type (3e38^2 > fp32 max; 1e200^2 > fp64
+// max); fp16 cannot hold such a value, so Inf there.
+double huge(DType dtype) {
+  if (dtype == DType::kF16) return kInf;
+  return dtype == DType::kF64 ? 1e200 : 3e38;
+}
+
+RelationKLProblemSpec nonfinite_spec(DType dtype) {
+  RelationKLProblemSpec s = base_spec(97, 64, dtype);
+  s.batch = 2;
+  s.heads = 2;
+  s.heads_y_student = s.heads_y_teacher = 2;
+  s.causal = true;
+  return s;
+}
+
+// How many of v[begin, begin + count) are NaN.
+size_t nan_count(const OperatorBuffer& v, size_t begin, size_t count) {
+  size_t nans = 0;
+  for (size_t i = begin; i < begin + count; ++i) nans += std::isnan(v[i]) ? 1 : 0;
+  return nans;
+}
+
+// Row indices (into the [B, H, n] outputs) whose value is NaN.
+std::vector<size_t> nan_rows(const OperatorBuffer& v) {
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(v[i])) rows.push_back(i);
+  }
+  return rows;
+}
+
+TEST_P(RelationKLCpuNonFinite, NaNInOneTeacherRowPoisonsThatRowOnly) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  s.self_relation = false;  // the teacher's X row 40 meets finite Y rows: only row 40 is affected
+  s.heads_y_teacher = 1;
+  RelationKLProblem problem(s);
+  problem.set_input(true, false, 1, 1, 40, 5, kNaN);
+  expect_matches_reference(problem);
+  const size_t row = size_t((1 * s.heads + 1) * s.seq_len + 40);
+  EXPECT_EQ(nan_rows(problem.kl), std::vector<size_t>{row});
+  EXPECT_EQ(nan_rows(problem.lse_teacher), std::vector<size_t>{row});
+  EXPECT_EQ(nan_rows(problem.lse_student), std::vector<size_t>{row});
+  EXPECT_EQ(nan_count(problem.dx, row * s.dim_student, size_t(s.dim_student)), size_t(s.dim_student));
+}
+
+TEST_P(RelationKLCpuNonFinite, NaNTeacherColumnPoisonsEveryRowWithAKey) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  s.mask = KeyMaskKind::kLeading;  // rows before the first visible key see nothing: KL 0 stays
+  RelationKLProblem problem(s);
+  for (int32_t h = 0; h < s.heads; ++h) {
+    for (int64_t i = 0; i < s.seq_len; ++i) problem.set_input(true, false, 0, h, i, 3, kNaN);
+  }
+  expect_matches_reference(problem);
+  const int64_t empty = std::max<int64_t>(1, s.seq_len / 8);
+  std::vector<size_t> want;
+  for (int64_t o = 0; o < s.heads * s.seq_len; ++o) {
+    if (o % s.seq_len >= empty) want.push_back(size_t(o));
+  }
+  EXPECT_EQ(nan_rows(problem.kl), want);
+  EXPECT_EQ(problem.kl[0], 0.0);
+  EXPECT_EQ(problem.lse_teacher[0], -kInf);
+}
+
+TEST_P(RelationKLCpuNonFinite, AllNaNTeacherGivesNaNNotZero) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  s.causal = false;
+  RelationKLProblem problem(s);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int32_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.seq_len; ++i)
+        for (int32_t k = 0; k < s.dim_teacher; ++k) problem.set_input(true, false, b, h, i, k, kNaN);
+  expect_matches_reference(problem);
+  EXPECT_EQ(nan_rows(problem.kl).size(), problem.kl.size());
+  EXPECT_EQ(nan_rows(problem.dx).size(), problem.dx.size());
+}
+
+TEST_P(RelationKLCpuNonFinite, NaNInAStudentRowPoisonsTheRowsThatSeeIt) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  RelationKLProblem problem(s);
+  problem.set_input(false, false, 0, 1, 30, 0, kNaN);  // self-relation: X row 30 and key 30
+  expect_matches_reference(problem, NanPolicy::kMaySpread);
+  // Causal: rows >= 30 of head 1 see key 30, the others do not.
+  std::vector<size_t> want;
+  for (int64_t i = 30; i < s.seq_len; ++i) want.push_back(size_t(s.seq_len + i));
+  EXPECT_EQ(nan_rows(problem.kl), want);
+}
+
+TEST_P(RelationKLCpuNonFinite, InfInputsGiveNaN) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  s.self_relation = false;
+  s.causal = false;
+  RelationKLProblem problem(s);
+  problem.set_input(false, false, 0, 0, 11, 2, kInf);   // student X row 11
+  problem.set_input(true, true, 1, 1, 7, 4, -kInf);     // teacher key 7: every row of (1, 1) sees it
+  expect_matches_reference(problem, NanPolicy::kMaySpread);
+  EXPECT_TRUE(std::isnan(problem.kl[11]));
+  EXPECT_EQ(nan_count(problem.kl, 3 * size_t(s.seq_len), size_t(s.seq_len)), size_t(s.seq_len));
+}
+
+// "A k projection of 3e38": every logit overflows to +inf. The fp64 reference would not overflow at
+// 3e38, so the expectation is written out.
+TEST_P(RelationKLCpuNonFinite, OverflowingLogitsGiveNaN) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  RelationKLProblem problem(s);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int32_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.seq_len; ++i)
+        for (int32_t k = 0; k < s.dim_teacher; ++k) problem.set_input(true, false, b, h, i, k, huge(s.dtype));
+  relation_kl_forward_cpu(problem.params());
+  relation_kl_backward_cpu(problem.params());
+  EXPECT_EQ(nan_rows(problem.kl).size(), problem.kl.size());
+  EXPECT_EQ(nan_rows(problem.lse_teacher).size(), problem.kl.size());
+  EXPECT_EQ(nan_rows(problem.dx).size(), problem.dx.size());
+}
+
+// One visible logit overflows to -inf (a hugely negative dot product) while the row's others are
+// finite: still not a finite loss.
+TEST_P(RelationKLCpuNonFinite, LogitOverflowingToMinusInfGivesNaN) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  s.self_relation = false;
+  s.causal = false;
+  RelationKLProblem problem(s);
+  problem.set_input(true, false, 0, 0, 20, 0, huge(s.dtype));
+  for (int64_t j = 0; j < s.seq_len; ++j) problem.set_input(true, true, 0, 0, j, 0, j == 9 ? -huge(s.dtype) : 1e-3);
+  relation_kl_forward_cpu(problem.params());
+  relation_kl_backward_cpu(problem.params());
+  EXPECT_TRUE(std::isnan(problem.kl[20]));
+  EXPECT_TRUE(std::isnan(problem.lse_teacher[20]));
+  EXPECT_EQ(nan_count(problem.dx, 20 * size_t(s.dim_student), size_t(s.dim_student)), size_t(s.dim_student));
+}
+
+// Padding and causally hidden keys are never read: NaN there changes nothing for the rows that do
+// not see them (a NaN query row is still NaN: it sees finite keys through its own NaN X).
+TEST_P(RelationKLCpuNonFinite, HiddenKeysAreNotRead) {
+  RelationKLProblemSpec s = nonfinite_spec(GetParam());
+  s.causal = false;
+  s.mask = KeyMaskKind::kRandom;
+  RelationKLProblem problem(s);
+  const uint8_t* mask = problem.params().key_mask;
+  int64_t padded = 0;
+  while (mask[padded] != 0) ++padded;
+  for (int32_t h = 0; h < s.heads; ++h) {
+    for (int32_t k = 0; k < s.dim_teacher; ++k) problem.set_input(true, false, 0, h, padded, k, kNaN);
+  }
+  expect_matches_reference(problem);
+  EXPECT_EQ(nan_rows(problem.kl), (std::vector<size_t>{size_t(padded), size_t(s.seq_len + padded)}));
+
+  RelationKLProblemSpec c = nonfinite_spec(GetParam());  // causal: key n - 1 is hidden from rows < n - 1
+  RelationKLProblem causal(c);
+  causal.set_input(true, false, 0, 0, c.seq_len - 1, 0, kNaN);
+  expect_matches_reference(causal);
+  EXPECT_EQ(nan_rows(causal.kl), std::vector<size_t>{size_t(c.seq_len - 1)});
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, RelationKLCpuNonFinite,
                          ::testing::Values(DType::kF32, DType::kBF16, DType::kF16, DType::kF64),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));

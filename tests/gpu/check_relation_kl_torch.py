@@ -2,8 +2,11 @@
 
 FlashAttention's rule: for every output (kl, lse, dX, dY), the op's max error against an fp64
 implementation may be at most 2x the max error of the same implementation run in the inputs' dtype
-(bf16/fp16), plus a small floor for outputs that are exactly zero. Also prints the paper's
-Appendix L table (forward fp32 loss relative error; backward bf16 gradient mean/max relative error).
+(bf16/fp16), plus a small floor for outputs that are exactly zero. The same rule for the fp32 KL
+(the SIMT path) on peaked self-relations, with no floor to speak of; the non-finite rule through the
+op and relation_loss (NaN/Inf inputs or overflowing logits give NaN, never a finite loss). Also
+prints the paper's Appendix L table (forward fp32 loss relative error; backward bf16 gradient
+mean/max relative error).
 
     LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 tests/gpu/check_relation_kl_torch.py
 """
@@ -16,6 +19,8 @@ import torch
 
 torch.ops.load_library(os.environ["LINEAR_ARD_LIBRARY"])
 op = torch.ops.linear_ard.relation_kl
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+from accuracy_relation_kl_peaked import peaked_table  # noqa: E402
 
 
 def dense_relation_kl(xs, ys, xt, yt, key_mask, causal, scale_s, scale_t):
@@ -151,6 +156,42 @@ def appendix_l_table(gen):
         print(f"| {n} | {fwd:.2e} | {rel.mean().item():.2e} | {rel.max().item():.2e} |")
 
 
+def nonfinite_rule():
+    """NaN/Inf inputs and overflowing logits through the op and relation_loss on CUDA: NaN out,
+    never a finite loss, NaN gradients. Returns the number of failures."""
+    relation_loss = torch.ops.linear_ard.relation_loss
+    print("\nnon-finite rule through the op (every row NaN, NaN gradients) and relation_loss (loss NaN):")
+    failures = 0
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        huge = math.inf if dtype == torch.float16 else 3e38  # logits overflow fp32
+        for poison in ("nan_column", "all_nan", "huge"):
+            for causal in (False, True):
+                xs = torch.randn(2, 4, 77, 128, device="cuda").to(dtype).requires_grad_()
+                xt = torch.randn(2, 4, 77, 128, device="cuda")
+                if poison == "nan_column":
+                    xt[..., 3] = math.nan
+                elif poison == "all_nan":
+                    xt[:] = math.nan
+                else:
+                    xt[:] = huge
+                xt = xt.to(dtype)
+                kl, lse_s, lse_t = op(xs, None, xt, None, None, causal, None, None)
+                (grad,) = torch.autograd.grad(kl.sum(), xs)
+                q = [torch.randn(2, 4, 77, 64, device="cuda").to(dtype).requires_grad_() for _ in range(3)]
+                qt = [torch.randn(2, 4, 77, 64, device="cuda").to(dtype) for _ in range(3)]
+                qt[1] = xt[..., :64]  # the k projection
+                loss, per_relation = relation_loss(*q, *qt, None, causal, 1.0, 1.0, 1.0)
+                (gk,) = torch.autograd.grad(loss, q[1])
+                ok = bool(kl.isnan().all() and lse_s.isnan().all() and lse_t.isnan().all() and grad.isnan().all()
+                          and loss.isnan() and per_relation[1].isnan() and per_relation[0].isfinite()
+                          and gk.isnan().all())
+                failures += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {str(dtype)[6:]:8s} {poison:10s} causal={causal}: "
+                      f"kl NaN {kl.isnan().float().mean().item():.0%}, grad NaN {grad.isnan().float().mean().item():.0%}, "
+                      f"relation_loss {loss.item():.4g} (q {per_relation[0].item():.4g}, k {per_relation[1].item():.4g})")
+    return failures
+
+
 def main():
     gen = torch.Generator(device="cuda").manual_seed(0)
     failures = 0
@@ -160,9 +201,15 @@ def main():
             failures += not ok
             desc = ",".join(f"{k}={v}" for k, v in case.items())
             print(f"{'ok  ' if ok else 'FAIL'} {str(dtype)[6:]:8s} {desc}: {'; '.join(report)}")
-    appendix_l_table(gen)
     print(f"\n{failures} failure(s) (error shown as op-vs-fp64 / same-dtype-torch-vs-fp64, max abs)")
-    sys.exit(1 if failures else 0)
+    print()
+    fp32_failures = peaked_table("cuda")  # the fp32 SIMT path
+    nonfinite_failures = nonfinite_rule()
+    appendix_l_table(gen)
+    print(f"\n| section | failures |\n|---|---|\n| 2x rule, bf16/fp16 | {failures} |\n"
+          f"| 2x rule, fp32 KL on peaked self-relations | {fp32_failures} |\n"
+          f"| non-finite rule (op, relation_loss) | {nonfinite_failures} |")
+    sys.exit(1 if failures + fp32_failures + nonfinite_failures else 0)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 // relation_kl_gpu_check: the CUDA relation-KL (tensor-core and SIMT paths) against the dense fp64
-// reference on many random shapes, plus a run-to-run determinism measurement. Needs a GPU.
+// reference on many random shapes, plus a run-to-run determinism measurement, the non-finite rule
+// (NaN/Inf inputs, overflowing logits: NaN rows, never a finite KL) and the exact zero gradient of
+// rows that see a single key. Needs a GPU.
 //   relation_kl_gpu_check            all cases
 //   relation_kl_gpu_check --quick    a few small cases (for compute-sanitizer)
 //   relation_kl_gpu_check --tc-only  skip the SIMT path (checking a tensor-core kernel variant,
@@ -12,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -233,6 +237,278 @@ std::vector<Case> make_cases(bool quick) {
   return cases;
 }
 
+// ------------------------------------------------------------------------------------------------
+// The non-finite rule: a row whose seen logits are not all finite has NaN kl, lse_s, lse_t, never a
+// finite value; other rows are unaffected; hidden keys are never read.
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// An input value whose logits overflow fp32 (fp16 cannot hold one: Inf).
+double huge(DType dtype) { return dtype == DType::kF16 ? kInf : 3e38; }
+
+struct NonFiniteCase {
+  const char* name;
+  RelationKLProblemSpec spec;
+  std::function<void(RelationKLProblem&)> plant;
+  // Gradients may also be NaN where the reference is finite (a NaN in the student's inputs reaches
+  // every gradient GEMM term it is in, zero-weighted ones too); else exactly where it is NaN.
+  bool grad_may_spread;
+  // Without a reference (the fp64 one would not overflow): these output rows must be NaN, with the
+  // dX rows of the same indices; empty = compare with the reference.
+  std::vector<int64_t> nan_rows;
+};
+
+std::vector<NonFiniteCase> nonfinite_cases() {
+  RelationKLProblemSpec base;
+  base.batch = 2, base.heads = 2, base.heads_y_student = base.heads_y_teacher = 2, base.seq_len = 97;
+  base.dim_student = base.dim_teacher = 64, base.causal = true, base.student_noise = 0.3, base.seed = 7;
+  std::vector<NonFiniteCase> cases;
+  {
+    RelationKLProblemSpec s = base;  // cross: teacher X row 40 meets finite Y rows, only row 40 is hit
+    s.self_relation = false, s.heads_y_teacher = 1, s.seq_len = 200, s.causal = false;
+    cases.push_back({"teacher NaN in one row", s, [](RelationKLProblem& p) { p.set_input(true, false, 1, 1, 40, 5, kNaN); },
+                     false, {}});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.mask = KeyMaskKind::kLeading;  // rows before the first visible key see nothing: KL 0 stays
+    cases.push_back({"teacher NaN column, leading padding", s, [](RelationKLProblem& p) {
+                       for (int h = 0; h < 2; ++h)
+                         for (int64_t i = 0; i < 97; ++i) p.set_input(true, false, 0, h, i, 3, kNaN);
+                     }, false, {}});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.causal = false, s.seq_len = 200;
+    cases.push_back({"teacher all NaN", s, [](RelationKLProblem& p) {
+                       for (int64_t b = 0; b < 2; ++b)
+                         for (int h = 0; h < 2; ++h)
+                           for (int64_t i = 0; i < 200; ++i)
+                             for (int k = 0; k < 64; ++k) p.set_input(true, false, b, h, i, k, kNaN);
+                     }, false, {}});
+  }
+  cases.push_back({"student NaN in one row", base, [](RelationKLProblem& p) { p.set_input(false, false, 0, 1, 30, 0, kNaN); },
+                   true, {}});
+  {
+    RelationKLProblemSpec s = base;
+    s.self_relation = false, s.causal = false;
+    cases.push_back({"Inf inputs", s, [](RelationKLProblem& p) {
+                       p.set_input(false, false, 0, 0, 11, 2, kInf);
+                       p.set_input(true, true, 1, 1, 7, 4, -kInf);
+                     }, true, {}});
+  }
+  {
+    RelationKLProblemSpec s = base;  // "a k projection of 3e38": every teacher logit overflows
+    s.seq_len = 200;
+    std::vector<int64_t> all;
+    for (int64_t o = 0; o < 2 * 2 * 200; ++o) all.push_back(o);
+    cases.push_back({"teacher logits overflow to +inf", s, [](RelationKLProblem& p) {
+                       const double v = huge(p.spec().dtype);
+                       for (int64_t b = 0; b < 2; ++b)
+                         for (int h = 0; h < 2; ++h)
+                           for (int64_t i = 0; i < 200; ++i)
+                             for (int k = 0; k < 64; ++k) p.set_input(true, false, b, h, i, k, v);
+                     }, false, all});
+  }
+  {
+    RelationKLProblemSpec s = base;  // row 20 sees one logit of -inf among finite ones
+    s.self_relation = false, s.causal = false;
+    cases.push_back({"one teacher logit overflows to -inf", s, [](RelationKLProblem& p) {
+                       const double v = huge(p.spec().dtype);
+                       p.set_input(true, false, 0, 0, 20, 0, v);
+                       for (int64_t j = 0; j < 97; ++j) p.set_input(true, true, 0, 0, j, 0, j == 9 ? -v : 1e-3);
+                     }, false, {20}});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.causal = false, s.mask = KeyMaskKind::kRandom;
+    cases.push_back({"teacher NaN in a padding key", s, [](RelationKLProblem& p) {
+                       int64_t padded = 0;
+                       while (p.params().key_mask[padded] != 0) ++padded;
+                       for (int h = 0; h < 2; ++h)
+                         for (int k = 0; k < 64; ++k) p.set_input(true, false, 0, h, padded, k, kNaN);
+                     }, false, {}});
+  }
+  cases.push_back({"teacher NaN in the causally hidden last key", base,
+                   [](RelationKLProblem& p) { p.set_input(true, false, 0, 0, 96, 0, kNaN); }, false, {}});
+  return cases;
+}
+
+// One non-finite case on one path: NaN exactly where the rule says, the finite rest as the reference.
+bool check_nonfinite_case(const NonFiniteCase& c, RelationKLProblem& prob, std::string& report) {
+  DeviceProblem dev(prob);
+  dev.run();
+  const auto kl = dev.kl->to_host(), lse_s = dev.lse_s->to_host(), lse_t = dev.lse_t->to_host();
+  const auto dx = dev.dx->to_host();
+  const int64_t d = prob.spec().dim_student;
+  bool ok = true;
+  char buf[160];
+  if (!c.nan_rows.empty()) {
+    int missing = 0;
+    for (int64_t o : c.nan_rows) {
+      missing += !(std::isnan(kl[o]) && std::isnan(lse_s[o]) && std::isnan(lse_t[o]));
+      for (int64_t k = 0; k < d; ++k) missing += !std::isnan(dx[o * d + k]);
+    }
+    std::snprintf(buf, sizeof(buf), "%zu rows must be NaN: %d misses", c.nan_rows.size(), missing);
+    report = buf;
+    return missing == 0;
+  }
+  const RelationKLReference ref = relation_kl_reference(prob.params(), true);
+  const bool fp32 = prob.spec().dtype == DType::kF32;
+  // Rows: NaN exactly where the reference is; finite ones within the main check's tolerances.
+  int row_misses = 0, nan_rows = 0;
+  double worst_kl = 0, worst_lse = 0;
+  for (size_t o = 0; o < ref.kl.size(); ++o) {
+    const bool want_nan = std::isnan(ref.kl[o]);
+    nan_rows += want_nan;
+    if (want_nan || std::isnan(kl[o])) {
+      row_misses += !(want_nan && std::isnan(kl[o]) && std::isnan(lse_s[o]) && std::isnan(lse_t[o]));
+      continue;
+    }
+    const double lse = std::isinf(ref.lse_teacher[o]) ? 0.0 : std::fabs(ref.lse_teacher[o]);
+    worst_kl = std::max(worst_kl, std::fabs(kl[o] - ref.kl[o]) / (std::fabs(ref.kl[o]) + 1e-4 * (1.0 + lse + ref.logit_abs_max[o])));
+    for (auto [got, want] : {std::pair<double, double>{lse_s[o], ref.lse_student[o]}, {lse_t[o], ref.lse_teacher[o]}}) {
+      if (std::isinf(want)) {
+        row_misses += got != want;
+      } else {
+        worst_lse = std::max(worst_lse, std::fabs(got - want) / (1.0 + std::fabs(want)));
+      }
+    }
+  }
+  // Gradients: NaN wherever the reference is (and only there unless it may spread); the elements
+  // finite in both within the main check's relative L2 tolerance.
+  int grad_misses = 0;
+  double worst_grad = 0;
+  auto grads = [&](const std::vector<float>& got, const std::vector<double>& want) {
+    double num = 0, den = 0;
+    for (size_t k = 0; k < want.size(); ++k) {
+      if (std::isnan(want[k]) || std::isnan(got[k])) {
+        grad_misses += !(std::isnan(got[k]) && (std::isnan(want[k]) || c.grad_may_spread));
+        continue;
+      }
+      num += (got[k] - want[k]) * (got[k] - want[k]);
+      den += want[k] * want[k];
+    }
+    worst_grad = std::max(worst_grad, std::sqrt(num / std::max(den, 1e-30)));
+  };
+  grads(dx, ref.dx);
+  if (dev.dy) grads(dev.dy->to_host(), ref.dy);
+  ok = row_misses == 0 && grad_misses == 0 && worst_kl <= (fp32 ? 1e-2 : 5e-2) && worst_lse <= 1e-4 &&
+       worst_grad <= (fp32 ? 1e-3 : 1e-2);
+  std::snprintf(buf, sizeof(buf), "NaN rows %d (misses %d), grad NaN misses %d; finite: kl %.1e lse %.1e grad %.1e",
+                nan_rows, row_misses, grad_misses, worst_kl, worst_lse, worst_grad);
+  report = buf;
+  return ok;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Rows that see a single key: R_s = R_t = 1, so their gradient is exactly 0 (the CPU's is). With the
+// upstream gradient 1 on those rows and 0 elsewhere, dX and dY must be exactly zero.
+
+// Whether row i of batch item b sees exactly one key (host-side, from the mask).
+bool sees_one_key(const RelationKLParams& p, int64_t b, int64_t i) {
+  int64_t count = 0;
+  for (int64_t j = 0; j < (p.causal ? i + 1 : p.seq_len); ++j) {
+    count += p.key_mask == nullptr || p.key_mask[b * p.key_mask_batch_stride + j] != 0;
+  }
+  return count == 1;
+}
+
+int check_single_key_rows(bool tc_only) {
+  struct SingleCase {
+    const char* name;
+    RelationKLProblemSpec spec;
+    int64_t only_visible_key;  // >= 0: every other key is padding
+  };
+  RelationKLProblemSpec base;
+  base.heads = 2, base.heads_y_student = base.heads_y_teacher = 2, base.seq_len = 97, base.dim_student = 128;
+  base.dim_teacher = 128, base.causal = true, base.student_noise = 0.3, base.logit_std = 4.0, base.seed = 11;
+  std::vector<SingleCase> cases;
+  cases.push_back({"causal: row 0", base, -1});
+  {
+    RelationKLProblemSpec s = base;
+    s.batch = 2, s.mask = KeyMaskKind::kLeading;
+    cases.push_back({"causal, leading padding: the first real row", s, -1});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.causal = false, s.mask = KeyMaskKind::kRandom;
+    cases.push_back({"one visible key: every row", s, 5});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.causal = false, s.seq_len = 1;
+    cases.push_back({"n = 1", s, -1});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.self_relation = false, s.heads = 4, s.heads_y_student = 1, s.heads_y_teacher = 2, s.seq_len = 300;
+    cases.push_back({"causal, GQA cross relation, n = 300", s, -1});
+  }
+  int failures = 0;
+  std::printf("\nsingle visible key: upstream gradient 1 on those rows, 0 elsewhere; dX, dY must be exactly 0\n");
+  for (const SingleCase& c : cases) {
+    for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+      RelationKLProblemSpec spec = c.spec;
+      spec.dtype = dt;
+      RelationKLProblem prob(spec);
+      RelationKLParams& p = prob.params();
+      if (c.only_visible_key >= 0) {
+        uint8_t* mask = const_cast<uint8_t*>(p.key_mask);
+        for (int64_t j = 0; j < spec.batch * spec.seq_len; ++j) mask[j] = j % spec.seq_len == c.only_visible_key;
+      }
+      int single = 0;
+      for (int64_t b = 0; b < spec.batch; ++b)
+        for (int64_t h = 0; h < spec.heads; ++h)
+          for (int64_t i = 0; i < spec.seq_len; ++i) {
+            const bool one = sees_one_key(p, b, i);
+            prob.grad_kl.set(size_t((b * spec.heads + h) * spec.seq_len + i), one ? 1.0 : 0.0);
+            single += one;
+          }
+      for (const char* path : {"tc", "simt"}) {
+        if ((dt == DType::kF32 && std::strcmp(path, "tc") == 0) || (tc_only && std::strcmp(path, "simt") == 0)) continue;
+        setenv("LINEAR_ARD_CUDA_PATH", path, 1);
+        DeviceProblem dev(prob);
+        dev.run();
+        double worst = 0;
+        for (float v : dev.dx->to_host()) worst = std::max(worst, double(std::fabs(v)));
+        if (dev.dy)
+          for (float v : dev.dy->to_host()) worst = std::max(worst, double(std::fabs(v)));
+        const bool ok = worst == 0.0 && single > 0;
+        failures += !ok;
+        std::printf("%-4s %-5s %-8s %-46s %3d rows, max |grad| %.2e\n", ok ? "ok" : "FAIL", path, dtype_name(dt), c.name,
+                    single, worst);
+      }
+    }
+  }
+  unsetenv("LINEAR_ARD_CUDA_PATH");
+  return failures;
+}
+
+int check_nonfinite(bool tc_only) {
+  int failures = 0;
+  std::printf("\nnon-finite inputs: NaN rows exactly where the rule says, the finite rest as the reference\n");
+  for (const NonFiniteCase& c : nonfinite_cases()) {
+    for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+      RelationKLProblemSpec spec = c.spec;
+      spec.dtype = dt;
+      RelationKLProblem prob(spec);
+      c.plant(prob);
+      for (const char* path : {"tc", "simt"}) {
+        if ((dt == DType::kF32 && std::strcmp(path, "tc") == 0) || (tc_only && std::strcmp(path, "simt") == 0)) continue;
+        setenv("LINEAR_ARD_CUDA_PATH", path, 1);
+        std::string report;
+        const bool ok = check_nonfinite_case(c, prob, report);
+        failures += !ok;
+        std::printf("%-4s %-5s %-8s %-46s %s\n", ok ? "ok" : "FAIL", path, dtype_name(dt), c.name, report.c_str());
+      }
+    }
+  }
+  unsetenv("LINEAR_ARD_CUDA_PATH");
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,6 +553,9 @@ int main(int argc, char** argv) {
     }
   }
   unsetenv("LINEAR_ARD_CUDA_PATH");
+  const int nonfinite_failures = check_nonfinite(tc_only);
+  const int single_failures = check_single_key_rows(tc_only);
+  failures += nonfinite_failures + single_failures;
 
   // Determinism: dX arrives through fp32 atomics, so its summation order varies between runs.
   if (!quick) {
@@ -307,5 +586,8 @@ int main(int argc, char** argv) {
   }
   std::printf("worst: kl %.2e lse %.2e dx %.2e dy %.2e; %d failure(s)\n", worst[0], worst[1], worst[2], worst[3],
               failures);
+  std::printf("\n%-44s %s\n%-44s %d\n%-44s %d\n%-44s %d\n", "section", "failures", "CUDA vs fp64 reference (+ determinism)",
+              failures - nonfinite_failures - single_failures, "non-finite rule", nonfinite_failures,
+              "single-key rows: exact zero gradient", single_failures);
   return failures == 0 ? 0 : 1;
 }

@@ -184,3 +184,69 @@ BAD_INPUTS = [
 def test_bad_inputs_name_the_argument(argument, overrides):
     with pytest.raises(RuntimeError, match=argument):
         _bad_call(**overrides)()
+
+
+# Peaked self-relations (unit-scale inputs, d = 64..256: the diagonal logit |x|^2/sqrt(d) ~ sqrt(d)
+# dominates each row), student = teacher + noise, fp32. ARCHITECTURE.md's rule with the fp64
+# oracle and the same computation in dense fp32 PyTorch as the baseline; the floor is one fp32 unit
+# of the largest KL, so the rule itself decides.
+PEAKED_CASES = [(d, n) for d in (64, 128, 256) for n in (97, 1025)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("d,n", PEAKED_CASES, ids=[f"d{d}_n{n}" for d, n in PEAKED_CASES])
+def test_peaked_fp32_kl_within_twice_dense_fp32(d, n, device):
+    gen = torch.Generator().manual_seed(d * 7919 + n)
+    for noise in (0.05, 1.0):
+        for causal in (False, True):
+            x_t = torch.randn(1, 2, n, d, generator=gen)
+            x_s = x_t + noise * torch.randn(x_t.shape, generator=gen)
+            kl = linear_ard.relation_kl(x_s.to(device), None, x_t.to(device), None, None, causal)[0]
+            oracle = relation_kl_dense(x_s, None, x_t, None, None, causal)[0]
+            baseline = relation_kl_dense(x_s, None, x_t, None, None, causal, dtype=torch.float32)[0]
+            floor = 2.0**-24 * max(1.0, oracle.abs().max().item())
+            err, base_err = max_abs_diff(kl, oracle), max_abs_diff(baseline, oracle)
+            assert err <= 2.0 * base_err + floor, (noise, causal, err, base_err)
+
+
+# The non-finite rule (docs/operator-cpu.md): a row whose visible logits are not all finite has NaN
+# kl and LSEs and NaN gradients, never a finite value; here every row, in every dtype.
+NONFINITE_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+def _huge(dtype):
+    """An input value whose logits overflow fp32 (fp16 cannot hold one: Inf)."""
+    return math.inf if dtype == torch.float16 else 3e38
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", NONFINITE_DTYPES, ids=lambda t: str(t)[6:])
+@pytest.mark.parametrize("poison", ["nan_column", "all_nan", "huge"])
+def test_nonfinite_teacher_gives_nan(poison, dtype, device):
+    x_s = torch.randn(2, 2, 37, 64).to(device=device, dtype=dtype).requires_grad_()
+    x_t = torch.randn(2, 2, 37, 64)
+    if poison == "nan_column":
+        x_t[..., 3] = math.nan
+    elif poison == "all_nan":
+        x_t[:] = math.nan
+    else:
+        x_t[:] = _huge(dtype)  # every logit overflows to +inf ("a k projection of 3e38")
+    x_t = x_t.to(device=device, dtype=dtype)
+    for causal in (False, True):
+        kl, lse_s, lse_t = linear_ard.relation_kl(x_s, None, x_t, None, None, causal)
+        assert kl.isnan().all() and lse_s.isnan().all() and lse_t.isnan().all()
+        (grad,) = torch.autograd.grad(kl.sum(), x_s)
+        assert grad.isnan().all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", NONFINITE_DTYPES, ids=lambda t: str(t)[6:])
+def test_nan_row_leaves_the_rows_that_do_not_see_it(dtype, device):
+    """Causal, teacher row 20 NaN: rows >= 20 see key 20 (NaN), rows < 20 are exact as before."""
+    x_s = torch.randn(1, 2, 41, 64).to(device=device, dtype=dtype)
+    x_t = torch.randn(1, 2, 41, 64).to(device=device, dtype=dtype)
+    clean = linear_ard.relation_kl(x_s, None, x_t, None, None, True)[0]
+    x_t[:, :, 20] = math.nan
+    kl = linear_ard.relation_kl(x_s, None, x_t, None, None, True)[0]
+    assert kl[:, :, 20:].isnan().all()
+    assert torch.equal(kl[:, :, :20], clean[:, :, :20])

@@ -1,5 +1,7 @@
 """linear_ard.relation_loss against the paper's overall loss evaluated densely."""
 
+import math
+
 import pytest
 import torch
 
@@ -81,3 +83,18 @@ def test_bad_inputs_name_the_argument():
         linear_ard.relation_loss(student, [teacher[0], teacher[1].double(), teacher[2]])
     with pytest.raises(RuntimeError, match="q_t"):
         linear_ard.relation_loss(student, [teacher[0].requires_grad_(), teacher[1], teacher[2]])
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=lambda t: str(t)[6:])
+def test_nonfinite_teacher_projection_gives_nan_loss(dtype, device):
+    """A NaN teacher layer, or a k projection whose logits overflow, is a NaN loss (never 0)."""
+    for poison in (math.nan, math.inf if dtype == torch.float16 else 3e38):
+        student = [s.to(dtype).detach().requires_grad_() for s in _projections(2, 4, 2, 9, 16, False, device)]
+        teacher = [t.to(dtype) for t in _projections(2, 4, 2, 9, 16, False, device)]
+        teacher[1] = torch.full_like(teacher[1], poison)
+        loss, per_relation = linear_ard.relation_loss(student, teacher, causal=True)
+        assert loss.isnan() and per_relation["k"].isnan()
+        assert per_relation["q"].isfinite() and per_relation["v"].isfinite()
+        grads = torch.autograd.grad(loss, student)
+        assert grads[1].isnan().all()

@@ -6,6 +6,15 @@
 //   kl[i]  = sum_j R_t(i,j) (log R_t(i,j) - log R_s(i,j)),  0 for a row with no visible key
 // Backward, with upstream g_i = grad_kl[i]:
 //   dZ(i,j) = g_i (R_s(i,j) - R_t(i,j)),  dX_s = scale_s dZ Y_s,  dY_s = scale_s dZ^T X_s
+// Non-finite inputs, row by row: a row whose logits over the keys it sees (visible, not past it when
+// causal) are not all finite in both models (NaN or Inf in the inputs, a dot product that overflows
+// the fp32 accumulation) gets kl, lse_student and lse_teacher NaN, never a finite value; rows that do
+// not see the offending key are unaffected, and keys a row does not see are never read. Backward: a
+// NaN row's dZ is NaN over the keys it sees (where g_i != 0), so the dX of that row and the dY of
+// those keys are NaN. A NaN or Inf in the student's X or Y may also reach gradients whose exact value
+// is finite (the gradient GEMMs multiply zero weights by it, as a dense implementation does), and on
+// CUDA a row with g_i == 0 may still pass a NaN on (0 x NaN); no gradient is finite where a row it
+// depends on through a nonzero g_i is NaN.
 // Memory: nothing of size n x n is ever allocated; extra memory is O(n * d) per head.
 #pragma once
 

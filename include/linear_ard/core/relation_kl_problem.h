@@ -63,6 +63,10 @@ class RelationKLProblem {
   const RelationKLProblemSpec& spec() const { return spec_; }
   // Params pointing into this problem's storage (outputs included).
   RelationKLParams& params() { return params_; }
+  // Overwrites element [b, head, row, k] of one input (X, or Y when `y`, of the teacher or the
+  // student), rounded to the problem's dtype: plants NaN, Inf or huge values. For a self-relation X
+  // and Y are one tensor.
+  void set_input(bool teacher, bool y, int64_t b, int32_t head, int64_t row, int32_t k, double value);
 
   OperatorBuffer kl, lse_student, lse_teacher, grad_kl, dx, dy;  // dy empty for a self-relation
 

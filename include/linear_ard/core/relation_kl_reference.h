@@ -22,7 +22,9 @@ struct RelationKLReference {
 };
 
 // Reads the inputs, mask and (with backward) grad_kl that p points to, in any DType, exactly as the
-// operator's contract says (grad_kl is double for kF64, as for the operator); writes nothing through p. Memory O(n^2) per (batch, head).
+// operator's contract says (grad_kl is double for kF64, as for the operator), the non-finite rule
+// included (a row with g_i == 0 contributes no gradient); writes nothing through p. Logits are fp64,
+// so inputs that overflow fp32 logits do not overflow here. Memory O(n^2) per (batch, head).
 RelationKLReference relation_kl_reference(const RelationKLParams& p, bool backward);
 
 }  // namespace linear_ard

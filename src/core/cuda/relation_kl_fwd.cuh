@@ -8,6 +8,10 @@
 namespace linear_ard {
 namespace cuda {
 
+// The log2-domain logit of a key a row does not see, on masked tiles (a quarter of the lowest float:
+// minus a row max of up to 2.5e38 it stays finite).
+constexpr float kFwdHidden = -8.507059e37f;
+
 // Tile shape of the forward for a padded head-dim bucket D (16-bit inputs).
 template <int D>
 struct FwdTile {
@@ -141,7 +145,9 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
       }
     }
 
-    // Scale into log2 units; on masked tiles hidden logits become -inf (both models share the mask).
+    // Scale into log2 units; on masked tiles hidden logits become kFwdHidden (both models share the
+    // mask): finite, so that exp2 of it is 0 and z_t - z_s = 0 there, while a seen logit that
+    // overflowed to -inf still makes 0 x inf = NaN in A (the non-finite rule).
     // Key offsets relative to this thread's first row, in 32 bits (the tile is 32 keys wide).
     const int64_t k0 = int64_t(t) * BN;
     const int diag = static_cast<int>(min(row_lo - k0, int64_t(BN)));  // keys k0 + c with c > diag + 8r are causal-hidden
@@ -155,7 +161,7 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
         if constexpr (kMasked) {
           const int c = i * 8 + 2 * tq + (e & 1);
           if (c >= kend || (p.causal && c > diag + (e >> 1) * 8) || (kmask && !kmask[k0 + c]))
-            zs[i][e] = zt[i][e] = -INFINITY;
+            zs[i][e] = zt[i][e] = kFwdHidden;
         }
       }
 
@@ -171,11 +177,13 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
       mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 2));
       mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 1));
       mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 2));
-      // A row that has seen no visible key yet keeps max -inf; subtract 0 instead so no inf - inf.
+      // A row that has seen no visible key yet has its max at or below kFwdHidden (-inf before any
+      // masked tile); subtract 0 instead, so that hidden terms are exp2(kFwdHidden) = 0 and no
+      // inf - inf arises. (A row whose seen logits are all NaN gets here too: fmaxf skips NaN.)
       float use_t = mx_t, use_s = mx_s;
       if constexpr (kMasked) {
-        use_t = mx_t == -INFINITY ? 0.f : mx_t;
-        use_s = mx_s == -INFINITY ? 0.f : mx_s;
+        use_t = mx_t <= kFwdHidden ? 0.f : mx_t;
+        use_s = mx_s <= kFwdHidden ? 0.f : mx_s;
       }
       const float alpha_t = ex2(m_t[r] - use_t), alpha_s = ex2(m_s[r] - use_s);
       m_t[r] = mx_t;
@@ -188,12 +196,7 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
           const float pt = ex2(zt[i][e] - use_t);
           sum_t += pt;
           sum_s += ex2(zs[i][e] - use_s);
-          // Hidden entries have pt = 0 and z_t - z_s = -inf - -inf: keep them out of A.
-          if constexpr (kMasked) {
-            sum_a += pt > 0.f ? pt * (zt[i][e] - zs[i][e]) : 0.f;
-          } else {
-            sum_a = fmaf(pt, zt[i][e] - zs[i][e], sum_a);
-          }
+          sum_a = fmaf(pt, zt[i][e] - zs[i][e], sum_a);  // hidden entries: 0 x 0
         }
       l_t[r] = fmaf(l_t[r], alpha_t, sum_t);
       l_s[r] = fmaf(l_s[r], alpha_s, sum_s);
@@ -214,11 +217,16 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
     const int64_t row = row_lo + r * 8;
     if (tq == 0 && row < n) {
       const int64_t o = (b * p.heads + h) * n + row;
-      if (l_t[r] > 0.f) {
+      // l_t = 0: the row saw no key. A non-finite logit it saw has made l, A or the max NaN or
+      // infinite (NaN itself, inf - inf at a +inf max, 0 x inf at a -inf logit): then KL and both
+      // LSEs are NaN, never finite.
+      if (l_t[r] != 0.f) {
         const float lse2_t = m_t[r] + __log2f(l_t[r]), lse2_s = m_s[r] + __log2f(l_s[r]);
-        p.kl[o] = kLn2 * (acc_a[r] / l_t[r] - (lse2_t - lse2_s));
-        p.lse_teacher[o] = kLn2 * lse2_t;
-        p.lse_student[o] = kLn2 * lse2_s;
+        const float kl = kLn2 * (acc_a[r] / l_t[r] - (lse2_t - lse2_s));
+        const bool finite = isfinite(kl) && isfinite(lse2_t) && isfinite(lse2_s);
+        p.kl[o] = finite ? kl : NAN;
+        p.lse_teacher[o] = finite ? kLn2 * lse2_t : NAN;
+        p.lse_student[o] = finite ? kLn2 * lse2_s : NAN;
       } else {
         p.kl[o] = 0.f;
         p.lse_teacher[o] = p.lse_student[o] = -INFINITY;

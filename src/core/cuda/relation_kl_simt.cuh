@@ -32,14 +32,21 @@ __device__ __forceinline__ float simt_dot(const float (&a)[kSimtPerLane], const 
   return s;
 }
 
+// scale * x.y, rounded once: never contracted with what follows, so forward and backward see
+// the same logit.
+__device__ __forceinline__ float simt_logit(const float (&x)[kSimtPerLane], const float (&y)[kSimtPerLane],
+                                            float scale) {
+  return __fmul_rn(simt_dot(x, y), scale);
+}
+
 __device__ __forceinline__ bool simt_visible(const RelationKLParams& p, const uint8_t* kmask, int64_t row,
                                              int64_t key) {
   return !(p.causal && key > row) && (kmask == nullptr || kmask[key]);
 }
 
 // Kahan-compensated running sum: (s, c) with s + c the sum so far. The SIMT forward adds up to n
-// terms per row one by one; a plain fp32 sum would lose ~sqrt(n) ulps of l and A, which the small
-// KL (a difference of quantities of the size of the LSE) turns into a large relative error.
+// terms per row one by one; a plain fp32 sum would lose ~sqrt(n) ulps of l and B, which the small
+// KL (a difference of first-order quantities) turns into a large relative error.
 struct KahanSum {
   float s = 0.f, c = 0.f;
   __device__ __forceinline__ void add(float v) {
@@ -51,11 +58,42 @@ struct KahanSum {
   __device__ __forceinline__ float value() const { return s - c; }
 };
 
+// One model's online softmax state: running max m, how many seen logits equal it (c) and the sum of
+// exp(z - m) over the others (s), so l = c + s. Keeping the 1s of the max apart from the small terms
+// keeps l exact to the small terms' own rounding, like the CPU's.
+struct SimtSoftmax {
+  float m = -INFINITY, c = 0.f;
+  KahanSum s;
+  __device__ __forceinline__ float l() const { return c + s.value(); }
+  // Moves to a new max m2 >= m: old terms scale by exp(m - m2), the old 1s become terms too.
+  __device__ __forceinline__ void rebase(float m2) {
+    if (m2 > m) {
+      const float alpha = expf(m - m2);
+      s.scale(alpha);
+      s.add(alpha * c);
+      c = 0.f;
+      m = m2;
+    }
+  }
+  // Adds logit z <= m; returns exp(z - m).
+  __device__ __forceinline__ float add(float z) {
+    const float d = z - m, e = expf(d);
+    if (d == 0.f) {
+      c += 1.f;
+    } else {
+      s.add(e);
+    }
+    return e;
+  }
+};
+
 // Grid (ceil(n / 4), H, B); one warp per row, which walks every visible key with online
-// (max, sum) statistics for both models and A = sum exp(z_t - m_t)(z_t - z_s) (natural log).
-// Each lane holds d/32 elements of the row's X_s and X_t. This is the fp32 path, so accurate
-// expf/logf and compensated sums; KL = A/l_t - (m_t - m_s) - log(l_t/l_s) avoids subtracting the
-// two LSEs (each rounded at their own, much larger, size).
+// statistics for both models (SimtSoftmax) and B = sum exp(z_t - m_t)((z_t - m_t) - (z_s - m_s))
+// (natural log). Each lane holds d/32 elements of the row's X_s and X_t. This is the fp32 path, so
+// accurate expf/logf and compensated sums, and every term relative to the running maxima as in a
+// dense log-softmax: KL = B/l_t + log1p((l_s - l_t)/l_t) subtracts nothing of the size of the
+// logits (KL = A/l_t - (m_t - m_s) - log(l_t/l_s), the previous form, lost ~u|z| to that).
+// Non-finite rule: a seen logit that is not finite makes the row's KL and LSEs NaN.
 template <typename T>
 __global__ void relation_kl_simt_fwd_kernel(const RelationKLParams p) {
   const int lane = threadIdx.x % 32, h = blockIdx.y;
@@ -67,52 +105,60 @@ __global__ void relation_kl_simt_fwd_kernel(const RelationKLParams p) {
   float xs[kSimtPerLane], xt[kSimtPerLane], ys[kSimtPerLane], yt[kSimtPerLane];
   simt_load_row(xs, S.x + row * p.student.x_row_stride, ds, lane);
   simt_load_row(xt, Tt.x + row * p.teacher.x_row_stride, dt, lane);
-  float m_t = -INFINITY, m_s = -INFINITY;
-  KahanSum l_t, l_s, a;
+  SimtSoftmax st, ss;
+  KahanSum bsum;
+  bool seen = false, finite = true;
   const int64_t kv_end = p.causal ? row + 1 : n;
   for (int64_t key = 0; key < kv_end; ++key) {
     if (!simt_visible(p, kmask, row, key)) continue;
     simt_load_row(ys, S.y + key * p.student.y_row_stride, ds, lane);
     simt_load_row(yt, Tt.y + key * p.teacher.y_row_stride, dt, lane);
-    const float zs = simt_dot(xs, ys) * p.student.scale, zt = simt_dot(xt, yt) * p.teacher.scale;
-    if (zt > m_t) {
-      const float alpha = expf(m_t - zt);
-      l_t.scale(alpha);
-      a.scale(alpha);
-      m_t = zt;
+    const float zs = simt_logit(xs, ys, p.student.scale), zt = simt_logit(xt, yt, p.teacher.scale);
+    if (!isfinite(zs) || !isfinite(zt)) {
+      finite = false;
+      continue;
     }
-    if (zs > m_s) {
-      l_s.scale(expf(m_s - zs));
-      m_s = zs;
+    if (seen && (zt > st.m || zs > ss.m)) {
+      // B's brackets shift by (m_s' - m_s) - (m_t' - m_t) and its terms scale like l_t's.
+      const float m_t = fmaxf(st.m, zt), m_s = fmaxf(ss.m, zs);
+      bsum.add(st.l() * ((m_s - ss.m) - (m_t - st.m)));
+      bsum.scale(expf(st.m - m_t));
     }
-    const float pt = expf(zt - m_t);
-    l_t.add(pt);
-    a.add(pt * (zt - zs));
-    l_s.add(expf(zs - m_s));
+    st.rebase(fmaxf(st.m, zt));
+    ss.rebase(fmaxf(ss.m, zs));
+    seen = true;
+    const float pt = st.add(zt);
+    ss.add(zs);
+    bsum.add(pt * ((zt - st.m) - (zs - ss.m)));
   }
   if (lane == 0) {
     const int64_t o = (b * p.heads + h) * n + row;
-    const float lt = l_t.value(), ls = l_s.value();
-    if (lt > 0.f) {
-      p.kl[o] = a.value() / lt - (m_t - m_s) - logf(lt / ls);
-      p.lse_teacher[o] = m_t + logf(lt);
-      p.lse_student[o] = m_s + logf(ls);
-    } else {
+    if (!seen && finite) {
       p.kl[o] = 0.f;
       p.lse_teacher[o] = p.lse_student[o] = -INFINITY;
+      return;
     }
+    const float lt = st.l(), ls = ss.l();
+    const float kl = bsum.value() / lt + log1pf(((ss.c - st.c) + (ss.s.value() - st.s.value())) / lt);
+    const float lse_t = st.m + logf(lt), lse_s = ss.m + logf(ls);
+    const bool ok = finite && isfinite(kl) && isfinite(lse_t) && isfinite(lse_s);
+    p.kl[o] = ok ? kl : NAN;
+    p.lse_teacher[o] = ok ? lse_t : NAN;
+    p.lse_student[o] = ok ? lse_s : NAN;
   }
 }
 
-// dZ(row, key) = g * scale_s * (P_s - P_t) for one visible pair (0 for a row without keys).
+// dZ(row, key) = g * scale_s * (P_s - P_t) for one visible pair; 0 where g = 0 (also for a NaN row,
+// as on the CPU) or the row has no visible key. g is 0 for rows that see a single key
+// (SingleKeyRows).
 template <typename T>
-__device__ __forceinline__ float simt_dz(const RelationKLParams& p, int64_t o, const float (&xs)[kSimtPerLane],
-                                         const float (&xt)[kSimtPerLane], const float (&ys)[kSimtPerLane],
-                                         const float (&yt)[kSimtPerLane]) {
+__device__ __forceinline__ float simt_dz(const RelationKLParams& p, int64_t o, float g,
+                                         const float (&xs)[kSimtPerLane], const float (&xt)[kSimtPerLane],
+                                         const float (&ys)[kSimtPerLane], const float (&yt)[kSimtPerLane]) {
   const float lse_s = p.lse_student[o];
-  if (lse_s == -INFINITY) return 0.f;
-  const float zs = simt_dot(xs, ys) * p.student.scale, zt = simt_dot(xt, yt) * p.teacher.scale;
-  return p.grad_kl[o] * p.student.scale * (expf(zs - lse_s) - expf(zt - p.lse_teacher[o]));
+  if (g == 0.f || lse_s == -INFINITY) return 0.f;
+  const float zs = simt_logit(xs, ys, p.student.scale), zt = simt_logit(xt, yt, p.teacher.scale);
+  return g * p.student.scale * (expf(zs - lse_s) - expf(zt - p.lse_teacher[o]));
 }
 
 // Grid (ceil(n / 4), H, B); one warp per row: dX[row] = sum over visible keys of dZ Y_s (plain
@@ -126,6 +172,7 @@ __global__ void relation_kl_simt_dx_kernel(const RelationKLParams p) {
   const int ds = p.student.head_dim, dt = p.teacher.head_dim;
   const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
   const int64_t o = (b * p.heads + h) * n + row;
+  const float g = single_key_rows(kmask, n).contains(p.causal, row, n) ? 0.f : p.grad_kl[o];
   float xs[kSimtPerLane], xt[kSimtPerLane], ys[kSimtPerLane], yt[kSimtPerLane], dx[kSimtPerLane] = {};
   simt_load_row(xs, S.x + row * p.student.x_row_stride, ds, lane);
   simt_load_row(xt, Tt.x + row * p.teacher.x_row_stride, dt, lane);
@@ -134,7 +181,7 @@ __global__ void relation_kl_simt_dx_kernel(const RelationKLParams p) {
     if (!simt_visible(p, kmask, row, key)) continue;
     simt_load_row(ys, S.y + key * p.student.y_row_stride, ds, lane);
     simt_load_row(yt, Tt.y + key * p.teacher.y_row_stride, dt, lane);
-    const float dz = simt_dz<T>(p, o, xs, xt, ys, yt);
+    const float dz = simt_dz<T>(p, o, g, xs, xt, ys, yt);
 #pragma unroll
     for (int k = 0; k < kSimtPerLane; ++k) dx[k] = fmaf(dz, ys[k], dx[k]);
   }
@@ -154,6 +201,7 @@ __global__ void relation_kl_simt_dy_kernel(const RelationKLParams p) {
   if (key >= n) return;
   const int group = p.heads / p.student.heads_y, ds = p.student.head_dim, dt = p.teacher.head_dim;
   const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+  const SingleKeyRows single = single_key_rows(kmask, n);
   float xs[kSimtPerLane], xt[kSimtPerLane], ys[kSimtPerLane], yt[kSimtPerLane], dy[kSimtPerLane] = {};
   if (kmask == nullptr || kmask[key]) {
     for (int h = hy * group; h < (hy + 1) * group; ++h) {
@@ -163,7 +211,9 @@ __global__ void relation_kl_simt_dy_kernel(const RelationKLParams p) {
       for (int64_t row = p.causal ? key : 0; row < n; ++row) {
         simt_load_row(xs, S.x + row * p.student.x_row_stride, ds, lane);
         simt_load_row(xt, Tt.x + row * p.teacher.x_row_stride, dt, lane);
-        const float dz = simt_dz<T>(p, (b * p.heads + h) * n + row, xs, xt, ys, yt);
+        const int64_t o = (b * p.heads + h) * n + row;
+        const float g = single.contains(p.causal, row, n) ? 0.f : p.grad_kl[o];
+        const float dz = simt_dz<T>(p, o, g, xs, xt, ys, yt);
 #pragma unroll
         for (int k = 0; k < kSimtPerLane; ++k) dy[k] = fmaf(dz, xs[k], dy[k]);
       }
