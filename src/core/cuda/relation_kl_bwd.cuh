@@ -78,14 +78,6 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
   const int64_t per_head = rt_end - rt_begin;
   const int64_t iters = per_head * group;
 
-  // Rows that see a single key get g = 0 (SingleKeyRows); warp 0 finds them before the first stats.
-  __shared__ SingleKeyRows single_rows;
-  if (warp == 0) {
-    const SingleKeyRows r = single_key_rows(kmask, n);
-    if (lane == 0) single_rows = r;
-  }
-  __syncthreads();
-
   // Iteration it = (head in group, row tile); loads that iteration's X tiles and row stats.
   auto load_rows = [&](int64_t it, int stage) {
     const int h = hy * group + static_cast<int>(it / per_head);
@@ -96,7 +88,6 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
     load_tile<T, BM, D, Tile::kThreads>(dst, S.x, p.student.x_row_stride, i0, n, ds, vec_s);
     load_tile<T, BM, D, Tile::kThreads>(dst + BM * P, Tt.x, p.teacher.x_row_stride, i0, n, dt, vec_t);
     // Rows past n or with no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
-    // Rows that see a single key keep their LSEs and get g = 0: dZ = 0 exactly (0 x NaN for a NaN row).
     float* st = sStat + stage * 3 * BM;
     for (int r = threadIdx.x; r < BM; r += Tile::kThreads) {
       const int64_t row = i0 + r, o = (b * p.heads + h) * n + row;
@@ -104,7 +95,7 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
       const bool live = lse_s != -INFINITY;
       st[r] = live ? lse_s * kLog2e : INFINITY;
       st[BM + r] = live ? p.lse_teacher[o] * kLog2e : INFINITY;
-      st[2 * BM + r] = live && !single_rows.contains(p.causal, row, n) ? p.grad_kl[o] * p.student.scale : 0.f;
+      st[2 * BM + r] = live ? p.grad_kl[o] * p.student.scale : 0.f;
     }
   };
   auto load_teacher_keys = [&](int h) {

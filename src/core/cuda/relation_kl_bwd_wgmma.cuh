@@ -85,14 +85,6 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
   const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
   const int64_t iters = (rt_end - rt_begin) * group;
 
-  // Rows that see a single key get g = 0 (SingleKeyRows); warp 0 finds them before the first stats.
-  __shared__ SingleKeyRows single_rows;
-  if (warp == 0) {
-    const SingleKeyRows r = single_key_rows(kmask, n);
-    if (lane == 0) single_rows = r;
-  }
-  __syncthreads();
-
   // Iteration it = (X head h of the group, row tile starting at i0), walked without divisions:
   // row tiles first, then the next head.
   auto advance = [&](BwdPos q) {
@@ -104,8 +96,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
   // Loads iteration q's X tiles (cp.async) and returns its row stats for rows threadIdx.x < BM,
   // read from global memory into registers now and stored to shared memory by stats_store at the
   // end of the iteration, so their latency hides behind the whole iteration. Rows past n or with
-  // no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0. Rows that see a single
-  // key keep their LSEs and get g = 0: dZ = 0 exactly (0 x NaN for a NaN row).
+  // no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
   auto load_rows = [&](BwdPos q, int stage) {
     const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, q.h);
     const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, q.h);
@@ -117,10 +108,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     if (threadIdx.x < BM && row < n) {
       const int64_t o = (b * p.heads + q.h) * n + row;
       const float lse_s = p.lse_student[o];
-      if (lse_s != -INFINITY) {
-        const float g = single_rows.contains(p.causal, row, n) ? 0.f : p.grad_kl[o] * p.student.scale;
-        st = {lse_s * kLog2e, p.lse_teacher[o] * kLog2e, g};
-      }
+      if (lse_s != -INFINITY) st = {lse_s * kLog2e, p.lse_teacher[o] * kLog2e, p.grad_kl[o] * p.student.scale};
     }
     return st;
   };
