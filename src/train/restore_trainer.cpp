@@ -451,11 +451,17 @@ void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample)
   const std::string model_dir = (out / "model").string();
   io::hf_folder_save(model_dir, restored);
   if (c.save_adapters) {
+    // PEFT builds the adapters' base from base_model_name_or_path: it must carry the student's
+    // RoPE, so scaled/ (the teacher's weights under the student's config) is written and named.
+    io::HfFolder scaled = teacher;
+    scaled.path.clear();
+    scaled.model_config = student_config;
+    io::hf_folder_save((out / "scaled").string(), scaled);
     // Written beside, then renamed: the adapters folder appears whole or not at all.
     const fs::path adapters = out / "adapters", tmp = out / "adapters.tmp";
     fs::remove_all(tmp);
     fs::create_directories(tmp);
-    trainables.adapters_save(tmp.string(), c.teacher);
+    trainables.adapters_save(tmp.string(), fs::absolute(out / "scaled").lexically_normal().string());
     fs::remove_all(adapters);
     fs::rename(tmp, adapters);
   }
