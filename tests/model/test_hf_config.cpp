@@ -157,4 +157,27 @@ TEST(HfConfig, DescribeMentionsRopeAndContext) {
   EXPECT_NE(text.find("context length:    16384"), std::string::npos);
 }
 
+TEST(HfConfig, DescribeCountsInReadableUnitsAndNamesTheArchitecture) {
+  // 256*64 embeddings + 2 layers + norm + untied head: about 0.1 M, not "0.00 B".
+  json j = llama_json();
+  const std::string text = model::model_config_describe(io::hf_config_from_json(j));
+  EXPECT_NE(text.find("architecture:      LlamaForCausalLM (model_type llama)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" K)\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0.00 B"), std::string::npos) << text;
+  j.erase("architectures");
+  j["model_type"] = "mistral";
+  EXPECT_NE(model::model_config_describe(io::hf_config_from_json(j))
+                .find("MistralForCausalLM (model_type mistral; config.json names no architectures)"),
+            std::string::npos);
+  j["vocab_size"] = 32000;
+  j["hidden_size"] = 4096;
+  j["intermediate_size"] = 11008;
+  j["num_hidden_layers"] = 32;
+  j["num_attention_heads"] = 32;
+  j["num_key_value_heads"] = 32;
+  j["model_type"] = "llama";
+  // LLaMA-2-7B's shape: 6,738,415,616 parameters.
+  EXPECT_NE(model::model_config_describe(io::hf_config_from_json(j)).find("6738415616 (6.74 B)"), std::string::npos);
+}
+
 }  // namespace
