@@ -107,7 +107,7 @@ def main():
     runs = args[1]
     metrics = [("held-out PPL", lambda m: m["ppl"][0]["ppl"], True, True)]
     if all("tasks" in m for m in report["models"]):
-        metrics.append(("cloze acc %", lambda m: 100 * m["tasks"]["avg"], False, False))
+        metrics.append(("cloze acc %", lambda m: 100 * m["tasks"]["linear_ard"]["avg"], False, False))
     ard = [m for m in report["models"] if m["name"].startswith("ard")]
     cpt = [m for m in report["models"] if m["name"].startswith("cpt")]
     if not ard or len(cpt) < 2:

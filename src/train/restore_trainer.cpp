@@ -29,7 +29,6 @@
 #include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
 #include "linear_ard/train/restore_step.h"        // defines: restore_step, StageLoss
-#include "linear_ard/train/svg_plot.h"            // defines: svg_plot_render
 #include "linear_ard/train/text_blocks.h"         // defines: TextBlocks
 #include "linear_ard/train/trainable_set.h"       // defines: TrainableSet
 
@@ -149,35 +148,6 @@ std::vector<json> metrics_read(const std::string& path, int64_t step) {
     if (r.value("step", int64_t{0}) <= step) records.push_back(std::move(r));
   }
   return records;
-}
-
-// The training-dynamics figure: optimised loss, its parts, and the held-out monitors vs step.
-std::string curves_render(const std::vector<json>& records) {
-  SvgPanel loss{"training loss (optimised)", {}}, parts{"loss parts (per relation / objective)", {}},
-      monitors{"held-out: relation loss, monitored logit KL and attention-map KL", {}};
-  std::map<std::string, SvgSeries> by_name;
-  std::vector<std::string> order;
-  const auto add = [&](const std::string& name, double x, double y) {
-    if (!by_name.count(name)) order.push_back(name), by_name[name].name = name;
-    by_name[name].x.push_back(x);
-    by_name[name].y.push_back(y);
-  };
-  for (const auto& r : records) {
-    const double step = r.at("step").get<double>();
-    if (r.value("eval", false)) {
-      for (const char* k : {"relation_loss", "logit_kl", "attention_kl", "loss_lm"})
-        if (r.contains(k)) add(std::string("eval ") + k, step, r.at(k).get<double>());
-      continue;
-    }
-    add("loss (stage " + std::to_string(r.value("stage", 1)) + ")", step, r.at("loss").get<double>());
-    for (const auto& [k, v] : r.items())
-      if (k.rfind("loss_", 0) == 0) add(k, step, v.get<double>());
-  }
-  for (const auto& name : order) {
-    SvgPanel& panel = name.rfind("eval ", 0) == 0 ? monitors : name.rfind("loss (", 0) == 0 ? loss : parts;
-    panel.series.push_back(by_name[name]);
-  }
-  return svg_plot_render({loss, parts, monitors}, "optimizer step");
 }
 
 }  // namespace
@@ -465,8 +435,6 @@ void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample)
     fs::remove_all(adapters);
     fs::rename(tmp, adapters);
   }
-  io::file_write_atomic((out / "training_curves.svg").string(),
-                        curves_render(metrics_read((out / "metrics.jsonl").string(), total_steps)));
 
   const double wall_s = seconds_since(run_start);
   json budget_stages = json::array();

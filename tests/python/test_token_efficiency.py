@@ -23,7 +23,7 @@ def write_runs(tmp_path, models):
     for name, (tokens, ppl, acc) in models.items():
         (runs / name).mkdir(parents=True)
         (runs / name / "training_summary.json").write_text(json.dumps({"token_budget": {"tokens": tokens}}))
-        entries.append({"name": name, "ppl": [{"ppl": ppl}], "tasks": {"avg": acc}})
+        entries.append({"name": name, "ppl": [{"ppl": ppl}], "tasks": {"linear_ard": {"avg": acc}}})
     report = tmp_path / "budget.json"
     report.write_text(json.dumps({"reference": "native", "models": entries}))
     return report, runs
