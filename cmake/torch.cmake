@@ -5,7 +5,18 @@ execute_process(
   COMMAND ${Python3_EXECUTABLE} -c "import torch; print(torch.utils.cmake_prefix_path)"
   OUTPUT_VARIABLE _linear_ard_torch_prefix
   OUTPUT_STRIP_TRAILING_WHITESPACE
-  RESULT_VARIABLE _linear_ard_torch_rc)
+  RESULT_VARIABLE _linear_ard_torch_rc
+  ERROR_QUIET)
+if(NOT _linear_ard_torch_rc EQUAL 0 AND SKBUILD)
+  # `pip install .` builds in an isolated environment (PYTHONPATH to its own packages) that hides
+  # the torch installed beside this interpreter; `python -I` ignores that and sees it: the op must
+  # be built against the torch it will be loaded into, not a fresh download.
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -I -c "import torch; print(torch.utils.cmake_prefix_path)"
+    OUTPUT_VARIABLE _linear_ard_torch_prefix
+    OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE _linear_ard_torch_rc)
+endif()
 if(NOT _linear_ard_torch_rc EQUAL 0)
   message(FATAL_ERROR "linear-ard: ${Python3_EXECUTABLE} cannot import torch; install torch==2.11.0 "
                       "(scripts/test.sh does) or pass -DPython3_EXECUTABLE=<python with torch>")

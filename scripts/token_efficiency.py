@@ -10,13 +10,15 @@ bound (<= or >).
 
     scripts/token_efficiency.py REPORT.json RUNS_DIR [--svg PLOT.svg]
 
---svg also draws held-out perplexity against training tokens (both axes logarithmic): the CPT
-curve and each LinearARD run as a point.
+--svg also draws held-out perplexity against training tokens (both axes logarithmic, matplotlib):
+the CPT curve and each LinearARD run as a point, as PLOT.svg and PLOT.png.
 """
 import json
 import math
 import os
 import sys
+
+from plot import figure_save, plt  # scripts/plot.py: matplotlib set up for files (Agg, SVG text)
 
 
 def tokens_of(runs, name):
@@ -46,50 +48,28 @@ def crossing(curve, target, lower_is_better, log_value):
     return ">", curve[-1][0]
 
 
-def svg_plot(cpt, ard, reference):
-    """cpt, ard: [(name, tokens, ppl)]; reference: (name, ppl) drawn as a horizontal line."""
-    W, H, L, R, T, B = 640, 360, 70, 170, 30, 50
-    pts = cpt + ard
-    xs = [math.log10(t) for _, t, _ in pts]
-    ys = [math.log10(p) for _, _, p in pts] + [math.log10(reference[1])]
-    x0, x1 = math.floor(min(xs) * 4) / 4, math.ceil(max(xs) * 4) / 4
-    y0, y1 = min(ys) - 0.03, max(ys) + 0.03
-
-    def X(t):
-        return L + (math.log10(t) - x0) / (x1 - x0) * (W - L - R)
-
-    def Y(p):
-        return T + (y1 - math.log10(p)) / (y1 - y0) * (H - T - B)
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="{L}" y="18" font-size="13" font-weight="bold">held-out perplexity vs training tokens</text>',
-           f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" stroke="#444"/>']
-    for e in range(math.floor(x0), math.ceil(x1) + 1):
-        for m in (1, 2, 5):
-            t = m * 10 ** e
-            if x0 <= math.log10(t) <= x1:
-                out.append(f'<text x="{X(t):.1f}" y="{H - B + 14}" text-anchor="middle">{t / 1e6:g}M</text>')
-    for p in (40, 50, 60, 70, 80, 100, 120, 150, 200):
-        if y0 <= math.log10(p) <= y1:
-            out.append(f'<text x="{L - 5}" y="{Y(p) + 4:.1f}" text-anchor="end">{p}</text>')
-            out.append(f'<line x1="{L}" x2="{W - R}" y1="{Y(p):.1f}" y2="{Y(p):.1f}" stroke="#ddd"/>')
-    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 12}" text-anchor="middle">tokens (log)</text>')
-    ry = Y(reference[1])
-    out.append(f'<line x1="{L}" x2="{W - R}" y1="{ry:.1f}" y2="{ry:.1f}" stroke="#888" stroke-dasharray="4 3"/>')
-    out.append(f'<text x="{W - R + 6}" y="{ry + 4:.1f}" fill="#555">{reference[0]} {reference[1]:.1f}</text>')
-    line = " ".join(f"{X(t):.1f},{Y(p):.1f}" for _, t, p in cpt)
-    out.append(f'<polyline points="{line}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
+def figure(cpt, ard, reference):
+    """Held-out perplexity against training tokens, both axes logarithmic (matplotlib): the CPT curve,
+    each LinearARD run as a square, the reference as a dashed line. cpt, ard: [(name, tokens, ppl)];
+    reference: (name, ppl)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    ax.plot([t for _, t, _ in cpt], [p for _, _, p in cpt], marker="o", color="#1f77b4", label="CPT (full model)")
     for name, t, p in cpt:
-        out.append(f'<circle cx="{X(t):.1f}" cy="{Y(p):.1f}" r="4" fill="#1f77b4"/>')
-        out.append(f'<text x="{X(t) + 6:.1f}" y="{Y(p) - 6:.1f}" fill="#1f77b4">{name}</text>')
+        ax.annotate(name, (t, p), textcoords="offset points", xytext=(5, 5), color="#1f77b4", fontsize=8)
+    ax.plot([t for _, t, _ in ard], [p for _, _, p in ard], linestyle="none", marker="s", markersize=8,
+            color="#d62728", label="LinearARD")
     for name, t, p in ard:
-        out.append(f'<rect x="{X(t) - 5:.1f}" y="{Y(p) - 5:.1f}" width="10" height="10" fill="#d62728"/>')
-        out.append(f'<text x="{X(t) + 8:.1f}" y="{Y(p) + 4:.1f}" fill="#d62728">{name}</text>')
-    out.append(f'<text x="{W - R + 6}" y="{T + 12}" fill="#1f77b4">CPT (full model)</text>')
-    out.append(f'<text x="{W - R + 6}" y="{T + 28}" fill="#d62728">LinearARD</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        ax.annotate(name, (t, p), textcoords="offset points", xytext=(7, -3), color="#d62728", fontsize=8)
+    ax.axhline(reference[1], color="#888", linestyle="--", label=f"{reference[0]} {reference[1]:.1f}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("held-out perplexity")
+    ax.set_title("held-out perplexity vs training tokens", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
 def main():
@@ -107,7 +87,7 @@ def main():
     runs = args[1]
     metrics = [("held-out PPL", lambda m: m["ppl"][0]["ppl"], True, True)]
     if all("tasks" in m for m in report["models"]):
-        metrics.append(("cloze acc %", lambda m: 100 * m["tasks"]["avg"], False, False))
+        metrics.append(("cloze acc %", lambda m: 100 * m["tasks"]["linear_ard"]["avg"], False, False))
     ard = [m for m in report["models"] if m["name"].startswith("ard")]
     cpt = [m for m in report["models"] if m["name"].startswith("cpt")]
     if not ard or len(cpt) < 2:
@@ -126,12 +106,10 @@ def main():
     if svg:
         ppl = lambda m: m["ppl"][0]["ppl"]  # noqa: E731
         ref = next((m for m in report["models"] if m["name"] == report.get("reference")), None)
-        body = svg_plot(sorted(((m["name"], tokens_of(runs, m["name"]), ppl(m)) for m in cpt), key=lambda x: x[1]),
-                        [(m["name"], tokens_of(runs, m["name"]), ppl(m)) for m in ard],
-                        (ref["name"], ppl(ref)) if ref else (cpt[0]["name"], ppl(cpt[0])))
-        with open(svg + ".tmp", "w") as f:
-            f.write(body)
-        os.replace(svg + ".tmp", svg)
+        fig = figure(sorted(((m["name"], tokens_of(runs, m["name"]), ppl(m)) for m in cpt), key=lambda x: x[1]),
+                     [(m["name"], tokens_of(runs, m["name"]), ppl(m)) for m in ard],
+                     (ref["name"], ppl(ref)) if ref else (cpt[0]["name"], ppl(cpt[0])))
+        figure_save(fig, os.path.splitext(svg)[0])
     print("CPT curve: " + ", ".join(f"{m['name']} {tokens_of(runs, m['name']) / 1e6:.2f} M tokens "
                                     f"PPL {m['ppl'][0]['ppl']:.2f}" for m in sorted(cpt, key=lambda m: tokens_of(runs, m["name"]))))
 

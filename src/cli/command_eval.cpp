@@ -1,7 +1,9 @@
 // `linear-ard eval ppl|tasks|passkey`: perplexity, harness-style tasks and passkey retrieval of a
 // model folder, written as markdown + JSON reports (docs/eval.md); registers `eval ruler` and
 // `eval compare` from their own files.
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,10 +17,10 @@
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
 #include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, text_documents_read
-#include "linear_ard/eval/report.h"       // defines: markdown_table, tasks_report_*, report_write
+#include "linear_ard/eval/report.h"       // defines: markdown_table, tasks_report_*, task_sample_json, lm_eval_paths
 #include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
 #include "linear_ard/io/file_atomic.h"    // defines: file_write_atomic
-#include "linear_ard/io/json_file.h"      // defines: json_file_read
+#include "linear_ard/io/json_file.h"      // defines: json_file_read, json_file_write
 
 namespace linear_ard::cli {
 
@@ -49,12 +51,13 @@ void ppl_register(CLI::App& eval) {
       ->required()->check(CLI::ExistingFile);
   sub->add_option("--ctx", *lengths, "context lengths (windows), e.g. --ctx 256 512")->required();
   sub->add_option("--stride", o->stride, "window stride; 0: disjoint windows")->capture_default_str();
-  sub->add_option("--batch-size", o->batch_size, "windows per forward")->capture_default_str();
-  sub->add_flag("--no-bos", *no_bos, "do not start documents with BOS");
+  sub->add_option("--batch_size,--batch-size", o->batch_size, "windows per forward")->capture_default_str();
+  sub->add_flag("--no-bos", *no_bos, "encode documents without the tokenizer's special tokens (BOS)");
   sub->callback([a, text, lengths, o, no_bos] {
     const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
     const auto docs = eval::text_documents_read(*text);
     o->add_special_tokens = !*no_bos;
+    o->progress = !a->quiet;
     nlohmann::json rows = nlohmann::json::array();
     std::vector<std::vector<std::string>> table;
     for (int64_t ctx : *lengths) {
@@ -73,6 +76,15 @@ void ppl_register(CLI::App& eval) {
   });
 }
 
+// transformers' name of an EvalModel dtype.
+std::string dtype_hf_name(const eval::EvalModel& model) { return model.dtype_name == "bf16" ? "bfloat16" : "float32"; }
+
+// lm-eval's [token text, id as a string] of a special token, or null when the tokenizer has none.
+nlohmann::json special_token_json(const io::Tokenizer& tokenizer, int32_t id) {
+  if (id < 0) return nullptr;
+  return {tokenizer.decode({id}), std::to_string(id)};
+}
+
 void tasks_register(CLI::App& eval) {
   auto a = std::make_shared<ModelArgs>();
   auto files = std::make_shared<std::vector<std::string>>();
@@ -80,58 +92,89 @@ void tasks_register(CLI::App& eval) {
   auto fewshot_file = std::make_shared<std::string>();
   auto reference = std::make_shared<std::string>();
   auto avg_metric = std::make_shared<std::string>("acc");
-  auto requests_out = std::make_shared<std::string>();
+  auto output_path = std::make_shared<std::string>();
+  auto log_samples = std::make_shared<bool>(false);
   auto no_bos = std::make_shared<bool>(false);
-  CLI::App* sub = eval.add_subcommand("tasks", "lm-evaluation-harness-style tasks from JSONL files");
+  CLI::App* sub = eval.add_subcommand(
+      "tasks", "lm-evaluation-harness tasks (loglikelihood multiple choice and last word) from JSONL files: "
+               "this project's schema or lm-eval's --log_samples output; lm-eval's results JSON and flags");
   model_args_add(sub, *a);
-  sub->add_option("--tasks", *files, "task files (schema: docs/eval.md)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--num-fewshot", o->num_fewshot, "few-shot examples per prompt")->capture_default_str();
+  sub->add_option("--tasks", *files, "task files, comma- or space-separated (schema: docs/eval.md)")
+      ->required()->delimiter(',')->check(CLI::ExistingFile);
+  sub->add_option("--num_fewshot,--num-fewshot", o->num_fewshot, "few-shot examples per prompt")->capture_default_str();
   sub->add_option("--fewshot-file", *fewshot_file,
                   "take the few-shot examples in order from this task file (default: random docs of "
                   "the task itself)")->check(CLI::ExistingFile);
   sub->add_option("--seed", o->seed, "few-shot sampling seed")->capture_default_str();
-  sub->add_option("--target-delimiter", o->target_delimiter)->capture_default_str();
-  sub->add_option("--fewshot-delimiter", o->fewshot_delimiter)->capture_default_str();
-  sub->add_option("--batch-size", o->batch_size, "requests per forward")->capture_default_str();
-  sub->add_option("--max-length", o->max_length, "left-truncate requests to this; 0: the model's max positions")
-      ->capture_default_str();
+  sub->add_option("--target-delimiter", o->target_delimiter,
+                  "text between a context and each answer (lm-eval's target_delimiter)")->default_str("\" \"");
+  sub->add_option("--fewshot-delimiter", o->fewshot_delimiter,
+                  "text after each few-shot example (lm-eval's fewshot_delimiter)")->default_str("\"\\n\\n\"");
+  sub->add_option("--batch_size,--batch-size", o->batch_size, "requests per forward")->capture_default_str();
+  sub->add_option("--max_length,--max-length", o->max_length,
+                  "left-truncate requests to this; 0: the model's max positions")->capture_default_str();
   sub->add_option("--limit", o->limit, "evaluate only the first N docs of each task")->capture_default_str();
   sub->add_option("--avg-metric", *avg_metric, "acc or acc_norm: the per-task number in the table")
-      ->capture_default_str();
-  sub->add_option("--reference", *reference, "JSON report of the reference (native) model: adds Rec.")
+      ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
+  sub->add_option("--reference", *reference, "results JSON of the reference (native) model: adds Rec.")
       ->check(CLI::ExistingFile);
-  sub->add_option("--write-requests", *requests_out, "write every request and its score as JSONL");
-  sub->add_flag("--no-bos", *no_bos, "do not start contexts with BOS");
+  sub->add_option("--output_path", *output_path,
+                  "write lm-eval's results_<date>.json (and samples) here: a folder (results under "
+                  "<folder>/<model>/) or a .json path, as lm-eval does");
+  sub->add_flag("--log_samples", *log_samples,
+                "also write lm-eval's samples_<task>_<date>.jsonl (every request with its loglikelihood)");
+  sub->add_flag("--no-bos", *no_bos, "encode contexts without the tokenizer's special tokens (BOS); "
+                                     "lm-eval's add_bos_token=False");
   sub->callback([=] {
+    if (*log_samples && output_path->empty()) usage_error("--log_samples needs --output_path (as in lm-eval)");
     o->add_special_tokens = !*no_bos;
+    o->progress = !a->quiet;
+    const auto start = std::chrono::steady_clock::now();
     // Task files are read and checked before the model is loaded: a bad line fails fast.
     std::vector<eval::TaskFile> tasks;
-    for (const auto& f : *files) tasks.push_back(eval::task_file_read(f));
+    for (const auto& f : *files) tasks.push_back(eval::task_file_read(f, o->target_delimiter));
     std::optional<eval::TaskFile> fewshot;
-    if (!fewshot_file->empty()) fewshot = eval::task_file_read(*fewshot_file);
+    if (!fewshot_file->empty()) fewshot = eval::task_file_read(*fewshot_file, o->target_delimiter);
     o->fewshot_source = fewshot ? &*fewshot : nullptr;
-    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
-    std::vector<eval::TaskResult> results;
-    nlohmann::json all_requests = nlohmann::json::array();
-    for (const auto& t : tasks) {
-      std::vector<eval::TaskRequestText> requests;
-      results.push_back(eval::task_evaluate(model, t, *o, &requests));
-      for (const auto& r : requests)
-        all_requests.push_back({{"task", t.name}, {"line", r.line}, {"context", r.context},
-                                {"continuation", r.continuation}, {"logprob", r.logprob}, {"greedy", r.greedy}});
-    }
-    nlohmann::json json = eval::tasks_report_json(results, *avg_metric);
-    json["model"] = a->model;
-    json["device"] = model.device_name;
-    json["dtype"] = model.dtype_name;
-    json["num_fewshot"] = o->num_fewshot;
+    for (const auto& t : tasks) eval::task_prompts(t, *o);  // few-shot problems fail before loading too
     std::optional<nlohmann::json> ref;
     if (!reference->empty()) ref = io::json_file_read(*reference);
-    if (ref) json["recovery"] = 100 * json["avg"].get<double>() / ref->at("avg").get<double>();
-    if (!requests_out->empty() && eval_writes()) {
-      std::string lines;
-      for (const auto& r : all_requests) lines += r.dump() + "\n";
-      io::file_write_atomic(*requests_out, lines);
+    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
+    std::vector<eval::TaskResult> results;
+    for (const auto& t : tasks) results.push_back(eval::task_evaluate(model, t, *o));
+
+    nlohmann::json json = eval::tasks_report_json(results, *o, *avg_metric);
+    const int64_t max_length = o->max_length > 0 ? o->max_length : model.weights.config.max_position_embeddings;
+    json["config"] = {{"model", "linear-ard"},
+                      {"model_args", {{"pretrained", a->model}, {"dtype", dtype_hf_name(model)}}},
+                      {"model_dtype", "torch." + dtype_hf_name(model)},
+                      {"batch_size", o->batch_size},
+                      {"device", model.device_name},
+                      {"limit", o->limit > 0 ? nlohmann::json(o->limit) : nlohmann::json(nullptr)},
+                      {"fewshot_seed", o->seed},
+                      {"add_special_tokens", o->add_special_tokens}};
+    json["model_name"] = a->model;
+    json["max_length"] = max_length;
+    json["tokenizer_bos_token"] = special_token_json(*model.tokenizer, model.tokenizer->bos_id());
+    json["tokenizer_eos_token"] = special_token_json(*model.tokenizer, model.tokenizer->eos_id());
+    json["date"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    json["total_evaluation_time_seconds"] =
+        std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (ref) json["linear_ard"]["recovery"] = 100 * json["linear_ard"]["avg"].get<double>() /
+                                               ref->at("linear_ard").at("avg").get<double>();
+    if (!output_path->empty() && eval_writes()) {
+      const eval::LmEvalPaths paths = eval::lm_eval_paths(*output_path, a->model);
+      std::filesystem::create_directories(paths.samples_dir);
+      io::json_file_write(paths.results, json);
+      if (*log_samples)
+        for (const auto& r : results) {
+          std::string lines;
+          for (const auto& sample : r.samples)
+            lines += eval::task_sample_json(sample, r.type)
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+          io::file_write_atomic(paths.samples_dir + "/samples_" + r.name + "_" + paths.date + ".jsonl", lines);
+        }
+      if (!a->quiet) std::cerr << "[tasks] results written to " << paths.results << std::endl;
     }
     report_emit(*a, eval::tasks_report_markdown({a->model}, {json}, ref), json);
   });
@@ -145,9 +188,10 @@ void passkey_register(CLI::App& eval) {
   sub->add_option("--lengths", o->lengths, "prompt lengths in tokens")->required();
   sub->add_option("--depths", o->depths, "passkey depths in [0, 1]")->capture_default_str();
   sub->add_option("--samples", o->samples, "prompts per length and depth")->capture_default_str();
-  sub->add_option("--seed", o->seed)->capture_default_str();
-  sub->add_option("--max-new-tokens", o->max_new_tokens)->capture_default_str();
+  sub->add_option("--seed", o->seed, "seed of the first prompt's passkey (consecutive after it)")->capture_default_str();
+  sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens generated per prompt")->capture_default_str();
   sub->callback([a, o] {
+    o->progress = !a->quiet;
     const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
     const auto r = eval::passkey_evaluate(model, *o);
     std::vector<std::vector<std::string>> table;

@@ -1,6 +1,6 @@
 // `linear-ard eval compare MODEL... --names ...`: the same evaluations on several models (native,
-// scaled, restored) in one report — markdown, JSON and an SVG plot — with Rec. against a reference
-// model (docs/eval.md).
+// scaled, restored) in one report — markdown, JSON and scripts/plot.py's figures — with Rec. against
+// a reference model (docs/eval.md).
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -12,7 +12,7 @@
 #include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, text_documents_read
 #include "linear_ard/eval/ruler.h"        // defines: ruler_evaluate, ruler_report_json
 #include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
-#include "linear_ard/io/file_atomic.h"    // defines: file_write_atomic
+#include "plot_run.h"                     // defines: plot_run
 
 namespace linear_ard::cli {
 
@@ -48,41 +48,48 @@ void eval_compare_register(CLI::App& eval) {
   sub->add_option("--text", c->text, "perplexity text: plain text or .jsonl with \"text\"")->check(CLI::ExistingFile);
   sub->add_option("--ctx", c->ctx, "perplexity context lengths");
   sub->add_option("--stride", c->ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
-  sub->add_option("--batch-size", c->ppl.batch_size, "perplexity windows / task requests per forward")->capture_default_str();
-  sub->add_option("--tasks", c->task_files, "task files (docs/eval.md schema)")->check(CLI::ExistingFile);
-  sub->add_option("--num-fewshot", c->tasks.num_fewshot)->capture_default_str();
+  sub->add_option("--batch_size,--batch-size", c->ppl.batch_size, "perplexity windows / task requests per forward")
+      ->capture_default_str();
+  sub->add_option("--tasks", c->task_files, "task files, comma- or space-separated (docs/eval.md schema)")
+      ->delimiter(',')->check(CLI::ExistingFile);
+  sub->add_option("--num_fewshot,--num-fewshot", c->tasks.num_fewshot, "few-shot examples per task prompt")
+      ->capture_default_str();
   sub->add_option("--limit", c->tasks.limit, "only the first N docs of each task")->capture_default_str();
-  sub->add_option("--avg-metric", c->avg_metric, "acc or acc_norm")->capture_default_str();
-  sub->add_flag("--no-bos", c->no_bos, "no BOS before perplexity documents and task contexts");
+  sub->add_option("--avg-metric", c->avg_metric, "acc or acc_norm")
+      ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
+  sub->add_flag("--no-bos", c->no_bos, "encode perplexity documents and task contexts without the tokenizer's "
+                                       "special tokens (BOS)");
   sub->add_option("--passkey-lengths", c->passkey.lengths, "passkey prompt lengths");
-  sub->add_option("--passkey-depths", c->passkey.depths)->capture_default_str();
-  sub->add_option("--passkey-samples", c->passkey.samples)->capture_default_str();
-  ruler_args_add(sub, *r, "ruler-", /*lengths_required=*/false);
+  sub->add_option("--passkey-depths", c->passkey.depths, "passkey depths in [0, 1]")->capture_default_str();
+  sub->add_option("--passkey-samples", c->passkey.samples, "passkey prompts per length and depth")->capture_default_str();
+  ruler_args_add(sub, *r, "ruler-");
   sub->callback([a, c, r] {
     if (c->names.empty()) c->names = c->models;
     if (c->names.size() != c->models.size())
-      throw std::invalid_argument("--names has " + std::to_string(c->names.size()) + " names for " +
-                                  std::to_string(c->models.size()) + " models");
+      usage_error("--names has " + std::to_string(c->names.size()) + " names for " +
+                  std::to_string(c->models.size()) + " models");
     const std::string reference = c->reference.empty() ? c->names[0] : c->reference;
     if (std::find(c->names.begin(), c->names.end(), reference) == c->names.end())
-      throw std::invalid_argument("--reference '" + reference + "' is not one of --names");
+      usage_error("--reference '" + reference + "' is not one of --names");
     const bool ppl = !c->text.empty(), tasks = !c->task_files.empty(), passkey = !c->passkey.lengths.empty(),
-               ruler = !r->options.lengths.empty();
-    if (ppl != !c->ctx.empty()) throw std::invalid_argument("perplexity needs both --text and --ctx");
+               ruler = ruler_args_given(*r);
+    if (ppl != !c->ctx.empty()) usage_error("perplexity needs both --text and --ctx");
     if (!ppl && !tasks && !passkey && !ruler)
-      throw std::invalid_argument("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths or --ruler-lengths");
+      usage_error("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths, --ruler-lengths or --ruler-prepared");
     // Every input is read and checked before the first model is loaded.
+    c->ppl.add_special_tokens = c->tasks.add_special_tokens = !c->no_bos;
+    c->ppl.progress = c->tasks.progress = c->passkey.progress = !a->quiet;
+    c->tasks.batch_size = c->ppl.batch_size;
     const auto docs = ppl ? eval::text_documents_read(c->text) : std::vector<std::string>{};
     std::vector<eval::TaskFile> task_files;
-    for (const auto& f : c->task_files) task_files.push_back(eval::task_file_read(f));
+    for (const auto& f : c->task_files) task_files.push_back(eval::task_file_read(f, c->tasks.target_delimiter));
+    for (const auto& t : task_files) eval::task_prompts(t, c->tasks);
     eval::RulerData ruler_data;
-    if (ruler) ruler_data = ruler_args_resolve(*r);
-    c->ppl.add_special_tokens = c->tasks.add_special_tokens = !c->no_bos;
-    c->tasks.batch_size = c->ppl.batch_size;
+    if (ruler) ruler_data = ruler_args_resolve(*r, a->quiet);
 
     nlohmann::json models = nlohmann::json::array();
     for (size_t m = 0; m < c->models.size(); ++m) {
-      std::cerr << "[compare] " << c->names[m] << ": " << c->models[m] << std::endl;
+      if (!a->quiet) std::cerr << "[compare] " << c->names[m] << ": " << c->models[m] << std::endl;
       const auto model = eval::eval_model_load(c->models[m], a->device, a->dtype);
       nlohmann::json entry = {{"name", c->names[m]}, {"path", c->models[m]}, {"device", model.device_name},
                               {"dtype", model.dtype_name}};
@@ -98,7 +105,7 @@ void eval_compare_register(CLI::App& eval) {
       if (tasks) {
         std::vector<eval::TaskResult> results;
         for (const auto& t : task_files) results.push_back(eval::task_evaluate(model, t, c->tasks));
-        entry["tasks"] = eval::tasks_report_json(results, c->avg_metric);
+        entry["tasks"] = eval::tasks_report_json(results, c->tasks, c->avg_metric);
       }
       if (passkey) entry["passkey"] = eval::passkey_report_json(eval::passkey_evaluate(model, c->passkey));
       if (ruler) {
@@ -109,10 +116,8 @@ void eval_compare_register(CLI::App& eval) {
       models.push_back(entry);
     }
     const nlohmann::json report = eval::compare_recovery_add({{"reference", reference}, {"models", models}});
-    const std::string markdown = eval::compare_report_markdown(report);
-    eval_report_emit(a->output, markdown, report);
-    const std::string svg = eval::compare_plot_svg(report);
-    if (!a->output.empty() && !svg.empty()) io::file_write_atomic(a->output + ".svg", svg);
+    eval_report_emit(a->output, eval::compare_report_markdown(report), report);
+    if (!a->output.empty() && eval_writes()) plot_run({"compare", a->output + ".json", "-o", a->output}, a->quiet);
   });
 }
 

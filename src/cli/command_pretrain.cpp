@@ -10,6 +10,7 @@
 #include "linear_ard/eval/passkey_sample.h"    // defines: passkey_sample_make
 #include "linear_ard/train/restore_config.h"   // defines: restore_config_load
 #include "linear_ard/train/restore_trainer.h"  // defines: restore_run
+#include "plot_run.h"                       // defines: plot_training_curves
 
 namespace linear_ard::cli {
 
@@ -19,7 +20,7 @@ void command_pretrain_register(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "pretrain", "Train a LLaMA-architecture model from random initialisation (shape in pretrain.model, "
                   "tokenizer in pretrain.tokenizer) with the next-token loss at its native context; writes an "
-                  "HF folder, metrics, curves and the resolved config");
+                  "HF folder, metrics, curves (scripts/plot.py) and the resolved config");
   sub->add_option("CONFIG", *config_path, "YAML config (configs/pretrain_demo.yaml)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -30,6 +31,7 @@ void command_pretrain_register(CLI::App& app) {
       throw std::invalid_argument("config key 'pretrain.model' is required by `linear-ard pretrain` (the new model's "
                                   "config.json keys, or a config.json path)");
     train::restore_run(config, eval::passkey_sample_make);
+    plot_training_curves(config.output);
   });
 }
 

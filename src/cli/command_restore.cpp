@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "linear_ard/train/restore_config.h"   // defines: restore_config_load
 #include "linear_ard/train/restore_trainer.h"  // defines: restore_run
+#include "plot_run.h"                       // defines: plot_training_curves
 
 namespace linear_ard::cli {
 
@@ -17,7 +18,7 @@ void command_restore_register(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "restore", "Distil the final layer's Q/Q, K/K, V/V relations of a native-RoPE teacher into its "
                  "RoPE-scaled copy (or run an ablation / the CPT and LongReD baselines, then optional "
-                 "stage-2 CPT); writes an HF folder, metrics, curves and the resolved config");
+                 "stage-2 CPT); writes an HF folder, metrics, curves (scripts/plot.py) and the resolved config");
   sub->add_option("CONFIG", *config_path, "YAML config (configs/demo_cpu.yaml shows every key)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -27,6 +28,7 @@ void command_restore_register(CLI::App& app) {
     if (config.pretrain.enabled())
       throw std::invalid_argument("config key 'pretrain' belongs to `linear-ard pretrain`, not restore");
     train::restore_run(config);
+    plot_training_curves(config.output);
   });
 }
 

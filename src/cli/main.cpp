@@ -1,4 +1,7 @@
 // Entry point of `linear-ard`: parses the subcommand and turns exceptions into one-line errors.
+// Exit codes (docs/cli.md): 0 success; 1 the command failed (bad input file or config, model load,
+// training or evaluation error); 2 usage error (unknown or missing option, invalid value, options
+// that do not go together).
 #include <exception>
 #include <iostream>
 
@@ -9,6 +12,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"linear-ard: restore the short-context quality of RoPE-scaled LLaMA-family models"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "linear-ard " LINEAR_ARD_VERSION);
   linear_ard::cli::command_inspect_register(app);
   linear_ard::cli::command_restore_register(app);
   linear_ard::cli::command_pretrain_register(app);
@@ -17,7 +21,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" with exit code 0; every other one is a usage error.
+    const int printed = app.exit(e);
+    return printed == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::cerr << "linear-ard: error: " << e.what() << "\n";
     return 1;

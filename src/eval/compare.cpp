@@ -8,7 +8,6 @@
 
 #include "linear_ard/eval/report.h"     // defines: markdown_table, number_text, tasks_report_markdown
 #include "linear_ard/eval/ruler.h"      // defines: ruler_report_markdown
-#include "linear_ard/train/svg_plot.h"  // defines: svg_plot_render
 
 namespace linear_ard::eval {
 
@@ -48,9 +47,10 @@ nlohmann::json compare_recovery_add(nlohmann::json report) {
     if (m.at("name") == ref) reference = &m;
   if (!reference) throw std::invalid_argument("the reference model '" + ref + "' is not one of --names");
   if (!reference->contains("tasks")) return report;
-  const double ref_avg = reference->at("tasks").at("avg").get<double>();
+  const double ref_avg = reference->at("tasks").at("linear_ard").at("avg").get<double>();
   for (auto& m : report["models"])
-    if (m.contains("tasks") && ref_avg > 0) m["tasks"]["recovery"] = 100 * m["tasks"]["avg"].get<double>() / ref_avg;
+    if (m.contains("tasks") && ref_avg > 0)
+      m["tasks"]["linear_ard"]["recovery"] = 100 * m["tasks"]["linear_ard"]["avg"].get<double>() / ref_avg;
   return report;
 }
 
@@ -108,48 +108,6 @@ std::string compare_report_markdown(const nlohmann::json& report) {
     out += "## RULER (%)\n\n" + markdown_table(header, rows) + "\n" + ruler_report_markdown(names, reports) + "\n";
   }
   return out;
-}
-
-std::string compare_plot_svg(const nlohmann::json& report) {
-  const auto& models = report.at("models");
-  std::vector<train::SvgPanel> panels;
-  if (any_has(models, "ppl")) {
-    train::SvgPanel p{"perplexity", {}};
-    for (const auto& m : models) {
-      train::SvgSeries s{m.at("name").get<std::string>(), {}, {}};
-      for (const auto& r : m.at("ppl")) {
-        s.x.push_back(static_cast<double>(r.at("ctx_len").get<int64_t>()));
-        s.y.push_back(r.at("ppl").get<double>());
-      }
-      p.series.push_back(s);
-    }
-    panels.push_back(p);
-  }
-  if (any_has(models, "passkey")) {
-    train::SvgPanel p{"passkey accuracy (%)", {}};
-    for (const auto& m : models) {
-      train::SvgSeries s{m.at("name").get<std::string>(), {}, {}};
-      for (const auto& [l, a] : passkey_by_length(m.at("passkey"))) {
-        s.x.push_back(static_cast<double>(l));
-        s.y.push_back(a);
-      }
-      p.series.push_back(s);
-    }
-    panels.push_back(p);
-  }
-  if (any_has(models, "ruler")) {
-    train::SvgPanel p{"RULER Avg. (%)", {}};
-    for (const auto& m : models) {
-      train::SvgSeries s{m.at("name").get<std::string>(), {}, {}};
-      for (const auto& l : m.at("ruler").at("lengths")) {
-        s.x.push_back(static_cast<double>(l.get<int64_t>()));
-        s.y.push_back(m.at("ruler").at("avg").at(std::to_string(l.get<int64_t>())).get<double>());
-      }
-      p.series.push_back(s);
-    }
-    panels.push_back(p);
-  }
-  return panels.empty() ? std::string() : train::svg_plot_render(panels, "context length (tokens)");
 }
 
 }  // namespace linear_ard::eval

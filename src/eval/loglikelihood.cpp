@@ -6,38 +6,48 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "linear_ard/eval/progress.h"     // defines: EvalProgress
 #include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 
 LoglikelihoodRequest loglikelihood_request_encode(const io::Tokenizer& tokenizer, std::string context,
                                                   std::string continuation, bool add_special_tokens) {
-  const size_t kept = context.find_last_not_of(" \t\n\r\f\v");
-  const size_t cut = kept == std::string::npos ? 0 : kept + 1;
-  continuation = context.substr(cut) + continuation;
-  context.resize(cut);
-
+  const int32_t prefix = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
   LoglikelihoodRequest r;
   if (context.empty()) {
-    const int32_t prefix = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
     if (prefix < 0) throw std::invalid_argument("empty context and the tokenizer has neither BOS nor EOS");
     r.context = {prefix};
     r.continuation = tokenizer.encode(continuation, /*add_special_tokens=*/false);
+    // A continuation that starts with the prefix token gives it to the context, as lm-eval does.
+    if (!r.continuation.empty() && r.continuation.front() == prefix) r.continuation.erase(r.continuation.begin());
   } else {
-    const auto whole = tokenizer.encode(context + continuation, add_special_tokens);
-    r.context = tokenizer.encode(context, add_special_tokens);
+    const size_t kept = context.find_last_not_of(" \t\n\r\f\v");
+    const size_t cut = kept == std::string::npos ? 0 : kept + 1;
+    continuation = context.substr(cut) + continuation;
+    context.resize(cut);
+    // A context that already starts with the prefix token's text gets no second one.
+    bool special = add_special_tokens;
+    if (special && prefix >= 0) {
+      const std::string prefix_text = tokenizer.decode({prefix});
+      if (!prefix_text.empty() && context.rfind(prefix_text, 0) == 0) special = false;
+    }
+    const auto whole = tokenizer.encode(context + continuation, special);
+    r.context = tokenizer.encode(context, special);
     if (whole.size() > r.context.size())
       r.continuation.assign(whole.begin() + static_cast<std::ptrdiff_t>(r.context.size()), whole.end());
   }
   if (r.continuation.empty())
     throw std::invalid_argument("continuation '" + continuation + "' encodes to no token");
+  if (r.context.empty())
+    throw std::invalid_argument("context '" + context + "' encodes to no token (whitespace only?)");
   return r;
 }
 
 std::vector<LoglikelihoodResult> loglikelihood_compute(const EvalModel& model,
                                                        const std::vector<LoglikelihoodRequest>& requests,
                                                        int64_t batch_size, int64_t max_length,
-                                                       LoglikelihoodStats* stats) {
+                                                       LoglikelihoodStats* stats, const std::string& progress) {
   const auto start = std::chrono::steady_clock::now();
   // Model input of each request: (context + continuation)[-(max_length + 1):][:-1].
   std::vector<std::vector<int32_t>> inputs(requests.size());
@@ -66,6 +76,7 @@ std::vector<LoglikelihoodResult> loglikelihood_compute(const EvalModel& model,
   }
   std::vector<LoglikelihoodResult> results(requests.size());
   int64_t tokens = 0;
+  EvalProgress shown(progress, static_cast<int64_t>(order.size()), !progress.empty());
   for (size_t b0 = 0; b0 < order.size(); b0 += static_cast<size_t>(batch_size)) {
     const size_t b1 = std::min(order.size(), b0 + static_cast<size_t>(batch_size));
     // Rows get one extra slot holding the last continuation token, so token_scores sees every
@@ -89,6 +100,7 @@ std::vector<LoglikelihoodResult> loglikelihood_compute(const EvalModel& model,
       results[i].logprob = lp.sum().item<double>();
       results[i].greedy = gr.all().item<bool>();
     }
+    shown.advance(static_cast<int64_t>(b1 - b0), "requests");
   }
   if (dist) {
     std::vector<double> local;

@@ -5,6 +5,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "linear_ard/eval/progress.h"   // defines: EvalProgress
 #include "linear_ard/eval/score.h"       // defines: mean_of
 #include "linear_ard/model/generate.h"   // defines: model_generate_greedy
 #include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
@@ -104,14 +105,21 @@ PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& opt
   const auto count = static_cast<int64_t>(prompts.size());
   std::vector<Generated> generated(prompts.size());
   const train::Distributed* dist = model.distributed;
+  int64_t owned = 0;
+  for (int64_t k = 0; k < count; ++k) owned += !dist || dist->item_owned(k) ? 1 : 0;
+  EvalProgress progress("passkey", owned, options.progress);
   if (!dist) {
-    for (size_t k = 0; k < prompts.size(); ++k) generated[k] = generate(prompts[k]);
+    for (size_t k = 0; k < prompts.size(); ++k) {
+      generated[k] = generate(prompts[k]);
+      progress.advance(1, "prompts");
+    }
   } else {
     const int64_t width = 3 + options.max_new_tokens;  // id count, tokens, seconds, ids (padded)
     std::vector<double> local;
     for (int64_t k = 0; k < count; ++k) {
       if (!dist->item_owned(k)) continue;
       const Generated g = generate(prompts[static_cast<size_t>(k)]);
+      progress.advance(1, "prompts");
       std::vector<double> item(static_cast<size_t>(width), 0.0);
       item[0] = static_cast<double>(g.ids.size());
       item[1] = static_cast<double>(g.tokens);

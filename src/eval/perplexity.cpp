@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "linear_ard/eval/progress.h"     // defines: EvalProgress
 #include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
@@ -91,6 +92,7 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
   int64_t fed = 0;
   for (const Window& win : windows) fed += win.end - win.begin;
   const auto batch = static_cast<size_t>(std::max<int64_t>(1, options.batch_size));
+  EvalProgress progress("ppl@" + std::to_string(options.ctx_len), static_cast<int64_t>(mine.size()), options.progress);
   for (size_t b0 = 0; b0 < mine.size(); b0 += batch) {
     const size_t b1 = std::min(mine.size(), b0 + batch);
     const int64_t width = windows[mine[b0]].end - windows[mine[b0]].begin;
@@ -108,6 +110,7 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
       const int64_t count = win.end - win.first_target;
       nll[j] = scores.logprob[static_cast<int64_t>(j - b0)].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
     }
+    progress.advance(static_cast<int64_t>(b1 - b0), "windows");
   }
   if (model.distributed) nll = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, nll);
   for (size_t w = 0; w < windows.size(); ++w) {

@@ -28,27 +28,48 @@ uint64_t ruler_sample_seed(uint64_t seed, const std::string& task, int64_t lengt
 }
 
 RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const RulerOptions& options) {
-  if (options.tasks.empty() || options.lengths.empty() || options.samples < 1)
-    throw std::invalid_argument("RULER needs at least one task, one length and one sample");
   RulerResult result;
-  result.tasks = options.tasks;
-  result.lengths = options.lengths;
   const auto log = [&](const std::string& line) {
     if (options.progress) std::cerr << "[ruler] " << line << std::endl;
   };
-  for (const auto& name : options.tasks) {
-    const RulerTask& task = ruler_task_find(name);
-    for (int64_t length : options.lengths) {
+  size_t built = 0;
+  if (!options.prepared.empty()) {
+    for (const auto& p : options.prepared) {
       RulerCell cell;
-      cell.task = name;
-      cell.length = length;
-      for (int64_t s = 0; s < options.samples; ++s)
-        cell.samples.push_back(ruler_sample_make(task, data, *model.tokenizer, length,
-                                                 ruler_sample_seed(options.seed, name, length, s)));
+      cell.task = p.task;
+      cell.length = p.length;
+      cell.samples = p.samples;
+      for (auto& s : cell.samples) s.tokens = static_cast<int64_t>(model.tokenizer->encode(s.prompt, true).size());
+      built += cell.samples.size();
+      if (std::find(result.tasks.begin(), result.tasks.end(), p.task) == result.tasks.end())
+        result.tasks.push_back(p.task);
+      if (std::find(result.lengths.begin(), result.lengths.end(), p.length) == result.lengths.end())
+        result.lengths.push_back(p.length);
       result.cells.push_back(std::move(cell));
     }
+    std::sort(result.lengths.begin(), result.lengths.end());
+  } else {
+    if (options.tasks.empty() || options.lengths.empty() || options.samples < 1)
+      throw std::invalid_argument("RULER needs at least one task, one length and one sample");
+    result.tasks = options.tasks;
+    result.lengths = options.lengths;
+    for (const auto& name : options.tasks) {
+      const RulerTask& task = ruler_task_find(name);
+      for (int64_t length : options.lengths) {
+        RulerCell cell;
+        cell.task = name;
+        cell.length = length;
+        for (int64_t s = 0; s < options.samples; ++s) {
+          cell.samples.push_back(ruler_sample_make(task, data, *model.tokenizer, length,
+                                                   ruler_sample_seed(options.seed, name, length, s)));
+          cell.samples.back().index = s;
+        }
+        built += cell.samples.size();
+        result.cells.push_back(std::move(cell));
+      }
+    }
   }
-  log("built " + std::to_string(result.cells.size() * options.samples) + " samples");
+  log("built " + std::to_string(built) + " samples");
   // Sample k (cells in task, length order; samples in order within a cell) is generated on rank
   // k % world under torchrun; its ids and timings are gathered, and every rank scores every sample.
   struct Generated {
@@ -148,16 +169,17 @@ nlohmann::json ruler_report_json(const RulerResult& r) {
   double all = 0;
   for (int64_t length : r.lengths) {
     double sum = 0;
+    int64_t cells = 0;
     for (const auto& c : r.cells)
-      if (c.length == length) sum += c.score;
-    avg[std::to_string(length)] = sum / static_cast<double>(r.tasks.size());
+      if (c.length == length) sum += c.score, ++cells;
+    avg[std::to_string(length)] = sum / static_cast<double>(cells);
     all += sum;
   }
   for (const auto& c : r.cells) {
     scores[c.task][std::to_string(c.length)] = c.score;
     for (size_t i = 0; i < c.samples.size(); ++i) {
       const auto& s = c.samples[i];
-      samples.push_back({{"task", c.task}, {"length", c.length}, {"index", i}, {"tokens", s.tokens},
+      samples.push_back({{"task", c.task}, {"length", c.length}, {"index", s.index}, {"tokens", s.tokens},
                          {"haystack", s.haystack}, {"haystack_type", s.haystack_type}, {"prompt", s.prompt},
                          {"answers", s.answers}, {"output", c.outputs[i]}, {"output_ids", c.output_ids[i]},
                          {"score", c.scores[i]}});

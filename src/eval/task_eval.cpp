@@ -1,4 +1,4 @@
-// Task prompts, requests and metrics.
+// Task prompts, requests, samples and metrics.
 #include "linear_ard/eval/task_eval.h"
 
 #include <algorithm>
@@ -29,6 +29,13 @@ std::vector<std::string> task_prompts(const TaskFile& task, const TaskOptions& o
   const int64_t count = docs_evaluated(task, options);
   std::vector<std::string> prompts;
   prompts.reserve(static_cast<size_t>(count));
+  if (task.lm_eval_samples) {
+    if (options.num_fewshot > 0 || options.fewshot_source)
+      throw std::invalid_argument(task.path + " is an lm-eval samples log: its prompts already hold their "
+                                  "few-shot examples (give no --num_fewshot / --fewshot-file)");
+    for (int64_t i = 0; i < count; ++i) prompts.push_back(task.docs[static_cast<size_t>(i)].context);
+    return prompts;
+  }
   if (options.fewshot_source &&
       static_cast<int64_t>(options.fewshot_source->docs.size()) < options.num_fewshot)
     throw std::invalid_argument(options.fewshot_source->path + " has fewer than " +
@@ -61,58 +68,67 @@ std::vector<std::string> task_prompts(const TaskFile& task, const TaskOptions& o
   return prompts;
 }
 
-TaskResult task_evaluate(const EvalModel& model, const TaskFile& task, const TaskOptions& options,
-                         std::vector<TaskRequestText>* requests) {
+TaskResult task_evaluate(const EvalModel& model, const TaskFile& task, const TaskOptions& options) {
   const std::vector<std::string> prompts = task_prompts(task, options);
   const int64_t max_length =
       options.max_length > 0 ? options.max_length : model.weights.config.max_position_embeddings;
 
+  TaskResult out;
+  out.name = task.name;
+  out.path = task.path;
+  out.type = task.type;
+  out.from_lm_eval_samples = task.lm_eval_samples;
+  out.docs = static_cast<int64_t>(prompts.size());
+  out.docs_total = static_cast<int64_t>(task.docs.size());
   std::vector<LoglikelihoodRequest> encoded;
-  std::vector<TaskRequestText> texts;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const TaskDoc& doc = task.docs[i];
-    const std::vector<std::string> answers =
-        doc.choices.empty() ? std::vector<std::string>{doc.continuation} : doc.choices;
-    for (const auto& a : answers) {
-      const std::string continuation = options.target_delimiter + a;
+    TaskSample sample;
+    sample.doc = &doc;
+    if (!doc.requests.empty()) {
+      for (const auto& [context, continuation] : doc.requests) sample.requests.push_back({context, continuation});
+    } else {
+      const std::vector<std::string> answers =
+          doc.choices.empty() ? std::vector<std::string>{doc.continuation} : doc.choices;
+      for (const auto& a : answers) sample.requests.push_back({prompts[i], options.target_delimiter + a});
+    }
+    for (const auto& r : sample.requests) {
       try {
-        encoded.push_back(
-            loglikelihood_request_encode(*model.tokenizer, prompts[i], continuation, options.add_special_tokens));
+        encoded.push_back(loglikelihood_request_encode(*model.tokenizer, r.context, r.continuation,
+                                                       options.add_special_tokens));
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(task.path + ":" + std::to_string(doc.line) + ": " + e.what());
       }
-      texts.push_back({doc.line, prompts[i], continuation});
     }
+    out.samples.push_back(std::move(sample));
   }
   LoglikelihoodStats stats;
-  const auto results = loglikelihood_compute(model, encoded, options.batch_size, max_length, &stats);
-  for (size_t r = 0; r < results.size(); ++r) {
-    texts[r].logprob = results[r].logprob;
-    texts[r].greedy = results[r].greedy;
-  }
-
-  TaskResult out;
-  out.name = task.name;
-  out.type = task.type;
-  out.docs = static_cast<int64_t>(prompts.size());
+  const auto results = loglikelihood_compute(model, encoded, options.batch_size, max_length, &stats,
+                                             options.progress ? "tasks " + task.name : "");
   out.tokens = stats.tokens;
   out.seconds = stats.seconds;
   out.tokens_per_s = stats.seconds > 0 ? static_cast<double>(stats.tokens) / stats.seconds : 0;
+
   std::vector<double> acc, acc_norm, logprobs;
   size_t r = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const TaskDoc& doc = task.docs[i];
-    if (doc.choices.empty()) {
-      acc.push_back(results[r].greedy ? 1.0 : 0.0);
-      logprobs.push_back(results[r].logprob);
-      ++r;
-      continue;
-    }
+  for (TaskSample& sample : out.samples) {
     std::vector<double> lls;
-    for (size_t c = 0; c < doc.choices.size(); ++c) lls.push_back(results[r++].logprob);
-    const ChoiceScore s = choice_score(lls, doc.choices, doc.gold);
-    acc.push_back(s.acc);
-    acc_norm.push_back(s.acc_norm);
+    for (TaskRequest& request : sample.requests) {
+      request.logprob = results[r].logprob;
+      request.greedy = results[r].greedy;
+      lls.push_back(request.logprob);
+      ++r;
+    }
+    if (task.type == TaskType::task_type_last_word) {
+      sample.acc = sample.requests.front().greedy ? 1.0 : 0.0;
+      logprobs.push_back(lls.front());
+    } else {
+      const ChoiceScore s = choice_score(lls, sample.doc->choices, sample.doc->gold);
+      sample.acc = s.acc;
+      sample.acc_norm = s.acc_norm;
+      acc_norm.push_back(s.acc_norm);
+    }
+    acc.push_back(sample.acc);
   }
   out.metrics["acc"] = mean_of(acc);
   out.metrics["acc_stderr"] = stderr_of_mean(acc);
@@ -120,9 +136,8 @@ TaskResult task_evaluate(const EvalModel& model, const TaskFile& task, const Tas
     out.metrics["acc_norm"] = mean_of(acc_norm);
     out.metrics["acc_norm_stderr"] = stderr_of_mean(acc_norm);
   } else {
-    out.metrics["ppl"] = std::exp(-mean_of(logprobs));
+    out.metrics["perplexity"] = std::exp(-mean_of(logprobs));
   }
-  if (requests) *requests = std::move(texts);
   return out;
 }
 

@@ -234,9 +234,56 @@ ModelConfig hf_config_from_json(const json& j) {
   return c;
 }
 
+namespace {
+
+// The entries of scaled RoPE's dict that transformers 5.23 validates for each type
+// (RotaryEmbeddingConfigMixin._validate_<type>_rope_parameters), nothing more: any other key
+// makes it warn "Unrecognized keys in rope_parameters" on every load. yarn, llama3 and longrope
+// require original_max_position_embeddings, which transformers fills in when absent: written as
+// it resolves it. rope_theta and partial_rotary_factor are not among them (the caller adds them).
+json rope_scaling_entries(const ModelConfig& c) {
+  const RopeConfig& r = c.rope;
+  json s = json::object();
+  s["rope_type"] = model::rope_type_name(r.type);
+  auto put = [&](const char* key, const std::optional<double>& v) {
+    if (v) s[key] = *v;
+  };
+  put("factor", r.factor);
+  switch (r.type) {
+    case RopeType::kDefault:
+    case RopeType::kLinear:
+    case RopeType::kDynamic:
+      break;
+    case RopeType::kYarn:
+      put("attention_factor", r.attention_factor);
+      put("beta_fast", r.beta_fast);
+      put("beta_slow", r.beta_slow);
+      put("mscale", r.mscale);
+      put("mscale_all_dim", r.mscale_all_dim);
+      if (r.truncate) s["truncate"] = *r.truncate;
+      s["original_max_position_embeddings"] = model::rope_original_max_positions(c, r);
+      break;
+    case RopeType::kLlama3:
+      put("low_freq_factor", r.low_freq_factor);
+      put("high_freq_factor", r.high_freq_factor);
+      s["original_max_position_embeddings"] = model::rope_original_max_positions(c, r);
+      break;
+    case RopeType::kLongrope:
+      put("attention_factor", r.attention_factor);
+      s["short_factor"] = r.short_factor;
+      s["long_factor"] = r.long_factor;
+      s["original_max_position_embeddings"] = model::rope_original_max_positions(c, r);
+      break;
+  }
+  return s;
+}
+
+}  // namespace
+
 json hf_config_to_json(const ModelConfig& c, const json& original) {
   json j = original.is_object() ? original : json::object();
-  j.erase("rope_parameters");
+  // The weights written are floats: a checkpoint's quantization no longer describes them.
+  j.erase("quantization_config");
   j["model_type"] = c.model_type;
   if (!c.architectures.empty()) j["architectures"] = c.architectures;
   j["vocab_size"] = c.vocab_size;
@@ -261,42 +308,29 @@ json hf_config_to_json(const ModelConfig& c, const json& original) {
   }
   if (c.use_sliding_window) j["use_sliding_window"] = *c.use_sliding_window;
   if (c.max_window_layers) j["max_window_layers"] = *c.max_window_layers;
-  if (!c.torch_dtype.empty()) {
-    j["torch_dtype"] = c.torch_dtype;
-    if (j.contains("dtype")) j["dtype"] = c.torch_dtype;
-  }
+  // transformers 5 writes `dtype`; it warns that `torch_dtype` is deprecated on every load.
+  j.erase("torch_dtype");
+  if (!c.torch_dtype.empty()) j["dtype"] = c.torch_dtype;
   if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
   if (c.pad_token_id) j["pad_token_id"] = *c.pad_token_id;
   if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids.front();
   if (c.eos_token_ids.size() > 1) j["eos_token_id"] = c.eos_token_ids;
 
+  // rope_parameters exactly as transformers 5.23's save_pretrained writes it; rope_theta and
+  // rope_scaling (null when unscaled) for readers of the legacy form. transformers 5 reads a
+  // non-empty rope_scaling instead of rope_parameters, with the top-level rope_theta: the two
+  // describe the same RoPE, so either reader builds the same rope_parameters.
   const RopeConfig& r = c.rope;
-  j["rope_theta"] = r.theta;
-  if (r.partial_rotary_factor) j["partial_rotary_factor"] = *r.partial_rotary_factor;
-  if (r.type == RopeType::kDefault) {
-    j["rope_scaling"] = nullptr;
-    return j;
+  const json scaling = rope_scaling_entries(c);
+  json params = scaling;
+  params["rope_theta"] = r.theta;
+  if (r.partial_rotary_factor) {
+    params["partial_rotary_factor"] = *r.partial_rotary_factor;
+    j["partial_rotary_factor"] = *r.partial_rotary_factor;
   }
-  json s = json::object();
-  s["rope_type"] = model::rope_type_name(r.type);
-  s["type"] = model::rope_type_name(r.type);
-  auto put = [&](const char* key, const std::optional<double>& v) {
-    if (v) s[key] = *v;
-  };
-  put("factor", r.factor);
-  put("attention_factor", r.attention_factor);
-  put("beta_fast", r.beta_fast);
-  put("beta_slow", r.beta_slow);
-  put("mscale", r.mscale);
-  put("mscale_all_dim", r.mscale_all_dim);
-  put("low_freq_factor", r.low_freq_factor);
-  put("high_freq_factor", r.high_freq_factor);
-  if (r.original_max_position_embeddings)
-    s["original_max_position_embeddings"] = *r.original_max_position_embeddings;
-  if (r.truncate) s["truncate"] = *r.truncate;
-  if (!r.short_factor.empty()) s["short_factor"] = r.short_factor;
-  if (!r.long_factor.empty()) s["long_factor"] = r.long_factor;
-  j["rope_scaling"] = s;
+  j["rope_parameters"] = params;
+  j["rope_theta"] = r.theta;
+  j["rope_scaling"] = r.type == RopeType::kDefault ? json(nullptr) : scaling;
   return j;
 }
 

@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <system_error>
 
@@ -31,8 +33,29 @@ fs::path folder_normal(const std::string& path) {
   return p;
 }
 
+// transformers' name of the floating dtype holding most of `weights`' elements (what
+// save_pretrained writes as `dtype`: the model's dtype), or "" when none is floating.
+std::string weights_dtype_name(const TensorMap& weights) {
+  std::map<c10::ScalarType, int64_t> elements;
+  for (const auto& [name, t] : weights)
+    if (t.is_floating_point()) elements[t.scalar_type()] += t.numel();
+  const auto most = std::max_element(elements.begin(), elements.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most == elements.end()) return "";
+  switch (most->first) {
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::Double: return "float64";
+    default: return "";
+  }
+}
+
 void folder_write_contents(const fs::path& dir, const HfFolder& folder, const HfFolderSaveOptions& options) {
-  json_file_write((dir / config_name).string(), hf_config_to_json(folder.model_config, folder.config));
+  // config.json states the dtype of the weights written here, whatever the source folder said.
+  model::ModelConfig config = folder.model_config;
+  config.torch_dtype = weights_dtype_name(folder.weights);
+  json_file_write((dir / config_name).string(), hf_config_to_json(config, folder.config));
   if (folder.generation_config) json_file_write((dir / generation_config_name).string(), *folder.generation_config);
   for (const auto& [name, source] : folder.tokenizer_files) {
     fs::copy_file(source, dir / name);

@@ -119,12 +119,22 @@ void model_config_validate(const ModelConfig& c) {
 std::string model_config_describe(const ModelConfig& c) {
   std::ostringstream out;
   const RopeConfig& r = c.rope;
-  out << "architecture:      "
-      << (c.architectures.empty() ? std::string("?") : c.architectures.front()) << " (model_type "
-      << c.model_type << ")\n";
-  out << "parameters:        " << model_config_param_count(c) << " ("
-      << std::fixed << std::setprecision(2) << static_cast<double>(model_config_param_count(c)) / 1e9
-      << " B)\n";
+  // config.json's architectures; without it, the class transformers' AutoModelForCausalLM picks for
+  // the model_type (the three supported ones).
+  if (!c.architectures.empty()) {
+    out << "architecture:      " << c.architectures.front() << " (model_type " << c.model_type << ")\n";
+  } else {
+    const std::string auto_class = c.model_type == "llama"     ? "LlamaForCausalLM"
+                                   : c.model_type == "mistral" ? "MistralForCausalLM"
+                                                               : "Qwen2ForCausalLM";
+    out << "architecture:      " << auto_class << " (model_type " << c.model_type
+        << "; config.json names no architectures)\n";
+  }
+  // In the unit that keeps 3 significant digits: a 50 K-parameter test model is not "0.00 B".
+  const auto params = static_cast<double>(model_config_param_count(c));
+  const double unit = params >= 1e9 ? 1e9 : params >= 1e6 ? 1e6 : 1e3;
+  out << "parameters:        " << model_config_param_count(c) << " (" << std::setprecision(3) << params / unit
+      << (unit == 1e9 ? " B" : unit == 1e6 ? " M" : " K") << ")\n";
   out << "layers:            " << c.num_hidden_layers << ", hidden " << c.hidden_size
       << ", intermediate " << c.intermediate_size << ", vocab " << c.vocab_size << "\n";
   out << "attention:         " << c.num_attention_heads << " heads, " << c.num_key_value_heads

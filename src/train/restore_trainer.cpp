@@ -29,7 +29,6 @@
 #include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
 #include "linear_ard/train/restore_step.h"        // defines: restore_step, StageLoss
-#include "linear_ard/train/svg_plot.h"            // defines: svg_plot_render
 #include "linear_ard/train/text_blocks.h"         // defines: TextBlocks
 #include "linear_ard/train/trainable_set.h"       // defines: TrainableSet
 
@@ -149,35 +148,6 @@ std::vector<json> metrics_read(const std::string& path, int64_t step) {
     if (r.value("step", int64_t{0}) <= step) records.push_back(std::move(r));
   }
   return records;
-}
-
-// The training-dynamics figure: optimised loss, its parts, and the held-out monitors vs step.
-std::string curves_render(const std::vector<json>& records) {
-  SvgPanel loss{"training loss (optimised)", {}}, parts{"loss parts (per relation / objective)", {}},
-      monitors{"held-out: relation loss, monitored logit KL and attention-map KL", {}};
-  std::map<std::string, SvgSeries> by_name;
-  std::vector<std::string> order;
-  const auto add = [&](const std::string& name, double x, double y) {
-    if (!by_name.count(name)) order.push_back(name), by_name[name].name = name;
-    by_name[name].x.push_back(x);
-    by_name[name].y.push_back(y);
-  };
-  for (const auto& r : records) {
-    const double step = r.at("step").get<double>();
-    if (r.value("eval", false)) {
-      for (const char* k : {"relation_loss", "logit_kl", "attention_kl", "loss_lm"})
-        if (r.contains(k)) add(std::string("eval ") + k, step, r.at(k).get<double>());
-      continue;
-    }
-    add("loss (stage " + std::to_string(r.value("stage", 1)) + ")", step, r.at("loss").get<double>());
-    for (const auto& [k, v] : r.items())
-      if (k.rfind("loss_", 0) == 0) add(k, step, v.get<double>());
-  }
-  for (const auto& name : order) {
-    SvgPanel& panel = name.rfind("eval ", 0) == 0 ? monitors : name.rfind("loss (", 0) == 0 ? loss : parts;
-    panel.series.push_back(by_name[name]);
-  }
-  return svg_plot_render({loss, parts, monitors}, "optimizer step");
 }
 
 }  // namespace
@@ -451,16 +421,20 @@ void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample)
   const std::string model_dir = (out / "model").string();
   io::hf_folder_save(model_dir, restored);
   if (c.save_adapters) {
+    // PEFT builds the adapters' base from base_model_name_or_path: it must carry the student's
+    // RoPE, so scaled/ (the teacher's weights under the student's config) is written and named.
+    io::HfFolder scaled = teacher;
+    scaled.path.clear();
+    scaled.model_config = student_config;
+    io::hf_folder_save((out / "scaled").string(), scaled);
     // Written beside, then renamed: the adapters folder appears whole or not at all.
     const fs::path adapters = out / "adapters", tmp = out / "adapters.tmp";
     fs::remove_all(tmp);
     fs::create_directories(tmp);
-    trainables.adapters_save(tmp.string(), c.teacher);
+    trainables.adapters_save(tmp.string(), fs::absolute(out / "scaled").lexically_normal().string());
     fs::remove_all(adapters);
     fs::rename(tmp, adapters);
   }
-  io::file_write_atomic((out / "training_curves.svg").string(),
-                        curves_render(metrics_read((out / "metrics.jsonl").string(), total_steps)));
 
   const double wall_s = seconds_since(run_start);
   json budget_stages = json::array();

@@ -43,7 +43,11 @@ TEST_F(HfFolderTest, RoundTrips) {
   hf_folder_save(path("out/"), saved, options);
   const HfFolder loaded = hf_folder_load(path("out"));
   EXPECT_EQ(loaded.path, path("out"));
-  EXPECT_EQ(loaded.config, hf_config_to_json(saved.model_config, saved.config));
+  // config.json is the typed config written over the original, with the written weights' dtype.
+  linear_ard::model::ModelConfig written = saved.model_config;
+  written.torch_dtype = "float32";
+  EXPECT_EQ(loaded.config, hf_config_to_json(written, saved.config));
+  EXPECT_EQ(loaded.config["dtype"], "float32");
   EXPECT_EQ(loaded.config["custom_key"], "kept");
   EXPECT_EQ(loaded.model_config.hidden_size, 8);
   EXPECT_EQ(loaded.generation_config, saved.generation_config);

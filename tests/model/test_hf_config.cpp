@@ -113,25 +113,45 @@ TEST(HfConfig, MistralSlidingWindowDefaults) {
   EXPECT_TRUE(model::model_config_qkv_bias(io::hf_config_from_json(j)));
 }
 
-TEST(HfConfig, RoundTripWritesLegacyFormAndKeepsUnknownKeys) {
+TEST(HfConfig, RoundTripWritesBothFormsAndKeepsUnknownKeys) {
   json j = llama_json();
   j["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 1e4},
                           {"short_factor", std::vector<double>(8, 1.0)},
                           {"long_factor", std::vector<double>(8, 2.0)},
                           {"original_max_position_embeddings", 1024}};
+  j["quantization_config"] = {{"quant_method", "gguf"}};
   const auto c = io::hf_config_from_json(j);
   const json out = io::hf_config_to_json(c, j);
-  EXPECT_FALSE(out.contains("rope_parameters"));
+  EXPECT_EQ(out["rope_parameters"]["rope_type"], "longrope");
+  EXPECT_EQ(out["rope_parameters"]["rope_theta"], 1e4);
   EXPECT_EQ(out["rope_scaling"]["rope_type"], "longrope");
-  EXPECT_EQ(out["rope_scaling"]["type"], "longrope");
+  EXPECT_FALSE(out["rope_scaling"].contains("type"));
+  EXPECT_FALSE(out["rope_scaling"].contains("rope_theta"));
   EXPECT_EQ(out["rope_theta"], 1e4);
   EXPECT_EQ(out["some_unknown_key"], "kept");
+  EXPECT_FALSE(out.contains("quantization_config"));
+  EXPECT_FALSE(out.contains("torch_dtype"));
+  EXPECT_EQ(out["dtype"], "bfloat16");
   const auto again = io::hf_config_from_json(out);
   EXPECT_EQ(again.rope.long_factor, c.rope.long_factor);
   EXPECT_EQ(again.rope.original_max_position_embeddings, 1024);
 
   const json plain = io::hf_config_to_json(io::hf_config_from_json(llama_json()));
   EXPECT_TRUE(plain["rope_scaling"].is_null());
+  EXPECT_EQ(plain["rope_parameters"], json({{"rope_type", "default"}, {"rope_theta", 500000.0}}));
+}
+
+TEST(HfConfig, WritesOnlyTheKeysTransformersValidatesPerType) {
+  // transformers 5.23 warns "Unrecognized keys in rope_parameters" for original_max_position_embeddings
+  // under linear and dynamic; yarn, llama3 and longrope require it (resolved when it was implicit).
+  json j = llama_json();
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}, {"original_max_position_embeddings", 4096}};
+  json out = io::hf_config_to_json(io::hf_config_from_json(j), j);
+  EXPECT_EQ(out["rope_parameters"], json({{"rope_type", "linear"}, {"factor", 4.0}, {"rope_theta", 500000.0}}));
+  EXPECT_EQ(out["rope_scaling"], json({{"rope_type", "linear"}, {"factor", 4.0}}));
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  out = io::hf_config_to_json(io::hf_config_from_json(j), j);
+  EXPECT_EQ(out["rope_scaling"]["original_max_position_embeddings"], j["max_position_embeddings"]);
 }
 
 TEST(HfConfig, DescribeMentionsRopeAndContext) {
@@ -142,6 +162,29 @@ TEST(HfConfig, DescribeMentionsRopeAndContext) {
   EXPECT_NE(text.find("LlamaForCausalLM"), std::string::npos);
   EXPECT_NE(text.find("linear"), std::string::npos);
   EXPECT_NE(text.find("context length:    16384"), std::string::npos);
+}
+
+TEST(HfConfig, DescribeCountsInReadableUnitsAndNamesTheArchitecture) {
+  // 256*64 embeddings + 2 layers + norm + untied head: about 0.1 M, not "0.00 B".
+  json j = llama_json();
+  const std::string text = model::model_config_describe(io::hf_config_from_json(j));
+  EXPECT_NE(text.find("architecture:      LlamaForCausalLM (model_type llama)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" K)\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0.00 B"), std::string::npos) << text;
+  j.erase("architectures");
+  j["model_type"] = "mistral";
+  EXPECT_NE(model::model_config_describe(io::hf_config_from_json(j))
+                .find("MistralForCausalLM (model_type mistral; config.json names no architectures)"),
+            std::string::npos);
+  j["vocab_size"] = 32000;
+  j["hidden_size"] = 4096;
+  j["intermediate_size"] = 11008;
+  j["num_hidden_layers"] = 32;
+  j["num_attention_heads"] = 32;
+  j["num_key_value_heads"] = 32;
+  j["model_type"] = "llama";
+  // LLaMA-2-7B's shape: 6,738,415,616 parameters.
+  EXPECT_NE(model::model_config_describe(io::hf_config_from_json(j)).find("6738415616 (6.74 B)"), std::string::npos);
 }
 
 }  // namespace

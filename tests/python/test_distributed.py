@@ -231,8 +231,8 @@ def test_eval_split_matches_one_process(setup):
     }
     for name, args in commands.items():
         base = ["eval", *args, "--device", "cpu", "--dtype", "fp32"]
-        # tasks also writes every request and its score (compared below).
-        stem = lambda tag: (["--write-requests", root / f"{name}_{tag}.requests.jsonl"]  # noqa: E731
+        # tasks also logs every request and its score (compared below).
+        stem = lambda tag: (["--output_path", root / f"{name}_{tag}_logs", "--log_samples"]  # noqa: E731
                             if name == "tasks" else [])
         one = single(*base, *stem("1"), "-o", root / f"{name}_1")
         assert one.returncode == 0, one.stdout + one.stderr
@@ -247,14 +247,13 @@ def test_eval_split_matches_one_process(setup):
                 assert (x["tokens"], x["windows"]) == (y["tokens"], y["windows"])
                 assert x["nll"] == y["nll"], (x["nll"], y["nll"])  # same windows, batch 1: same arithmetic
         elif name == "tasks":
-            ta, tb = a["tasks"]["mc"], b["tasks"]["mc"]
-            assert ta["docs"] == tb["docs"] == 7
-            for k in ("acc", "acc_norm"):
-                assert ta[k] == tb[k]
-            ra = [json.loads(x) for x in (root / "tasks_1.requests.jsonl").read_text().splitlines()]
-            rb = [json.loads(x) for x in (root / "tasks_2.requests.jsonl").read_text().splitlines()]
-            assert len(ra) == 21 and [(x["logprob"], x["greedy"]) for x in ra] == [(x["logprob"], x["greedy"]) for x in rb]
-            assert not (root / "tasks_2_rank1.requests.jsonl").exists()
+            assert a["n-samples"]["mc"]["effective"] == b["n-samples"]["mc"]["effective"] == 7
+            for k in ("acc,none", "acc_norm,none"):
+                assert a["results"]["mc"][k] == b["results"]["mc"][k]
+            ra, rb = ([json.loads(x) for f in (root / f"tasks_{tag}_logs").glob("*/samples_mc_*.jsonl")
+                       for x in f.read_text().splitlines()] for tag in ("1", "2"))
+            assert len(ra) == 7 and [x["filtered_resps"] for x in ra] == [x["filtered_resps"] for x in rb]
+            assert not (root / "tasks_2_rank1_logs").exists()
         elif name == "passkey":
             assert [r["output_ids"] for r in a["rows"]] == [r["output_ids"] for r in b["rows"]]
             assert [r["accuracy"] for r in a["rows"]] == [r["accuracy"] for r in b["rows"]]

@@ -134,36 +134,64 @@ def harness_mc_metrics(docs, lls):
     return sum(acc) / len(acc), sum(acc_norm) / len(acc_norm)
 
 
+def lm_eval_outputs(path):
+    """What --output_path PATH --log_samples wrote, as lm-eval lays it out: the results JSON and,
+    per task, the requests of its samples log in order as (context, continuation, loglikelihood,
+    greedy, doc_id)."""
+    (results,) = path.glob("*/results_*.json")
+    requests = {}
+    for f in sorted(results.parent.glob("samples_*.jsonl")):
+        task = f.name[len("samples_"):].rsplit("_", 1)[0]
+        rows = []
+        for line in f.read_text(encoding="utf-8").splitlines():
+            sample = json.loads(line)
+            args = sample["arguments"]
+            for i in range(len(args)):
+                ll, greedy = sample["filtered_resps"][i]
+                rows.append((args[f"gen_args_{i}"]["arg_0"], args[f"gen_args_{i}"]["arg_1"], float(ll),
+                             greedy == "True", sample["doc_id"]))
+        requests[task] = rows
+    return json.loads(results.read_text()), requests
+
+
 def test_tasks_zero_shot_match_harness(setup, tasks):
     root, folder, model, tok = setup
     mc, lw, _ = tasks
-    out, req = root / "tasks0", root / "req0.jsonl"
-    cli("tasks", folder, "--tasks", mc, lw, "--batch-size", 3, "--write-requests", req, "-o", out,
-        *device_args())
-    requests = [json.loads(line) for line in req.read_text().splitlines()]
-    report = json.loads((out.with_suffix(".json")).read_text())
+    out, logs = root / "tasks0", root / "logs0"
+    cli("tasks", folder, "--tasks", f"{mc},{lw}", "--batch_size", 3, "--output_path", logs, "--log_samples",
+        "-o", out, *device_args())
+    results, logged = lm_eval_outputs(logs)
+    assert json.loads(out.with_suffix(".json").read_text()) == results
+    requests = logged["mc"] + logged["lw"]
     mc_docs = [json.loads(line) for line in mc.read_text().splitlines()]
     lw_docs = [json.loads(line) for line in lw.read_text().splitlines()]
     assert len(requests) == sum(len(d["choices"]) for d in mc_docs) + len(lw_docs)
 
     expected = [(d["context"], " " + c) for d in mc_docs for c in d["choices"]]
     expected += [(d["context"], " " + d["continuation"]) for d in lw_docs]
-    ours = [(r["context"], r["continuation"]) for r in requests]
-    assert ours == expected
+    assert [(r[0], r[1]) for r in requests] == expected
     ref = [harness_loglikelihood(model, tok, c, k, 256) for c, k in expected]
     for r, (ll, greedy) in zip(requests, ref):
-        assert r["logprob"] == pytest.approx(ll, abs=ATOL), r
-        assert r["greedy"] == greedy, r
+        assert r[2] == pytest.approx(ll, abs=ATOL), r
+        assert r[3] == greedy, r
 
     n_mc = sum(len(d["choices"]) for d in mc_docs)
     acc, acc_norm = harness_mc_metrics(mc_docs, [ll for ll, _ in ref[:n_mc]])
-    assert report["tasks"]["mc"]["acc"] == pytest.approx(acc)
-    assert report["tasks"]["mc"]["acc_norm"] == pytest.approx(acc_norm)
+    metrics = results["results"]
+    assert metrics["mc"]["acc,none"] == pytest.approx(acc)
+    assert metrics["mc"]["acc_norm,none"] == pytest.approx(acc_norm)
+    assert {"acc_stderr,none", "acc_norm_stderr,none"} <= set(metrics["mc"])
     lw_ref = ref[n_mc:]
-    assert report["tasks"]["lw"]["acc"] == pytest.approx(sum(g for _, g in lw_ref) / len(lw_ref))
-    assert report["tasks"]["lw"]["ppl"] == pytest.approx(
+    assert metrics["lw"]["acc,none"] == pytest.approx(sum(g for _, g in lw_ref) / len(lw_ref))
+    assert metrics["lw"]["perplexity,none"] == pytest.approx(
         math.exp(-sum(ll for ll, _ in lw_ref) / len(lw_ref)), rel=1e-4)
-    assert report["avg"] == pytest.approx((acc + report["tasks"]["lw"]["acc"]) / 2)
+    assert results["n-shot"] == {"mc": 0, "lw": 0}
+    assert results["n-samples"] == {"mc": {"original": 8, "effective": 8}, "lw": {"original": 6, "effective": 6}}
+    assert results["configs"]["mc"]["output_type"] == "multiple_choice"
+    assert results["configs"]["lw"]["output_type"] == "loglikelihood"
+    assert results["config"]["model_args"]["pretrained"] == str(folder)
+    assert results["config"]["batch_size"] == 3
+    assert results["linear_ard"]["avg"] == pytest.approx((acc + metrics["lw"]["acc,none"]) / 2)
     assert "| Avg. |" in out.with_suffix(".md").read_text()
 
 
@@ -173,22 +201,26 @@ def test_tasks_fewshot_truncation_and_recovery(setup, tasks):
     ref_out = root / "tasks0"  # written by the zero-shot test: the "native" reference
     if not ref_out.with_suffix(".json").exists():
         cli("tasks", folder, "--tasks", mc, "-o", ref_out, *device_args())
-    out, req = root / "tasks2", root / "req2.jsonl"
-    cli("tasks", folder, "--tasks", mc, "--num-fewshot", 2, "--fewshot-file", shots, "--max-length", 48,
-        "--write-requests", req, "--reference", ref_out.with_suffix(".json"), "-o", out, *device_args())
+    out, logs = root / "tasks2", root / "logs2"
+    cli("tasks", folder, "--tasks", mc, "--num_fewshot", 2, "--fewshot-file", shots, "--max_length", 48,
+        "--output_path", logs, "--log_samples", "--reference", ref_out.with_suffix(".json"), "-o", out,
+        *device_args())
     shot_docs = [json.loads(line) for line in shots.read_text().splitlines()][:2]
     prefix = "".join(d["context"] + " " + d["choices"][d["gold"]] + "\n\n" for d in shot_docs)
     mc_docs = [json.loads(line) for line in mc.read_text().splitlines()]
-    requests = [json.loads(line) for line in req.read_text().splitlines()]
+    _, logged = lm_eval_outputs(logs)
+    requests = logged["mc"]
     expected = [(prefix + d["context"], " " + c) for d in mc_docs for c in d["choices"]]
-    assert [(r["context"], r["continuation"]) for r in requests] == expected
+    assert [(r[0], r[1]) for r in requests] == expected
     assert any(len(harness_request(tok, c, k, 10**9)[0]) > 49 for c, k in expected), "no truncation tested"
     for r, (c, k) in zip(requests, expected):
         ll, greedy = harness_loglikelihood(model, tok, c, k, 48)
-        assert r["logprob"] == pytest.approx(ll, abs=ATOL)
+        assert r[2] == pytest.approx(ll, abs=ATOL)
     report = json.loads(out.with_suffix(".json").read_text())
     reference = json.loads(ref_out.with_suffix(".json").read_text())
-    assert report["recovery"] == pytest.approx(100 * report["avg"] / reference["avg"])
+    assert report["n-shot"] == {"mc": 2}
+    assert report["linear_ard"]["recovery"] == pytest.approx(
+        100 * report["linear_ard"]["avg"] / reference["linear_ard"]["avg"])
     assert "Rec." in out.with_suffix(".md").read_text()
 
 
@@ -196,19 +228,57 @@ def test_fewshot_from_task_itself_is_seeded(setup, tasks):
     root, folder, _, _ = setup
     mc = tasks[0]
     contexts = []
-    for seed in (5, 5, 6):
-        req = root / f"req_seed{seed}.jsonl"
-        cli("tasks", folder, "--tasks", mc, "--num-fewshot", 3, "--seed", seed, "--limit", 3,
-            "--write-requests", req, *device_args())
-        contexts.append([json.loads(line)["context"] for line in req.read_text().splitlines()])
+    for k, seed in enumerate((5, 5, 6)):
+        logs = root / f"logs_seed{seed}_{k}"
+        cli("tasks", folder, "--tasks", mc, "--num_fewshot", 3, "--seed", seed, "--limit", 3,
+            "--output_path", logs, "--log_samples", *device_args())
+        results, logged = lm_eval_outputs(logs)
+        assert results["n-samples"]["mc"] == {"original": 8, "effective": 3}
+        contexts.append([(r[0], r[4]) for r in logged["mc"]])
     assert contexts[0] == contexts[1] and contexts[0] != contexts[2]
     docs = [json.loads(line) for line in mc.read_text().splitlines()]
-    for ctx in contexts[0]:
+    for ctx, _ in contexts[0]:
         assert ctx.count("\n\n") == 3
     # A doc never serves as its own example.
-    first = [c for c, r in zip(contexts[0], [json.loads(x) for x in (root / "req_seed5.jsonl").read_text().splitlines()])
-             if r["line"] == 1][0]
+    first = [c for c, doc_id in contexts[0] if doc_id == 0][0]
     assert docs[0]["context"] + " " + docs[0]["choices"][docs[0]["gold"]] not in first
+
+
+def test_lm_eval_samples_log_reads_back(setup, tasks):
+    """A samples log (ours here; lm-eval's in test_eval_lm_eval.py) is a task file: the same
+    requests, scores and metrics, and few-shot options are refused (its prompts hold theirs)."""
+    root, folder, _, _ = setup
+    mc, lw, shots = tasks
+    first = root / "logs_first"
+    cli("tasks", folder, "--tasks", mc, lw, "--num_fewshot", 1, "--fewshot-file", shots, "--output_path", first,
+        "--log_samples", *device_args())
+    results, logged = lm_eval_outputs(first)
+    again = root / "logs_again"
+    logs = sorted(first.glob("*/samples_*.jsonl"))
+    cli("tasks", folder, "--tasks", *logs, "--output_path", again, "--log_samples", *device_args())
+    results2, logged2 = lm_eval_outputs(again)
+    assert sorted(logged2) == ["lw", "mc"]
+    for task in ("mc", "lw"):
+        assert [r[:2] + (r[4],) for r in logged2[task]] == [r[:2] + (r[4],) for r in logged[task]]
+        for a, b in zip(logged2[task], logged[task]):
+            assert a[2] == pytest.approx(b[2], abs=1e-5) and a[3] == b[3]
+        for key, value in results["results"][task].items():
+            assert results2["results"][task][key] == pytest.approx(value), (task, key)
+    assert results2["n-shot"] == {"mc": None, "lw": None}
+    r = cli("tasks", folder, "--tasks", logs[0], "--num_fewshot", 1, *device_args(), ok=False)
+    assert r.returncode == 1 and "already hold their few-shot examples" in r.stderr, r.stderr
+
+
+def test_tasks_usage_errors_exit_2(setup, tasks):
+    _, folder, _, _ = setup
+    r = cli("tasks", folder, "--tasks", tasks[0], "--log_samples", *device_args(), ok=False)
+    assert r.returncode == 2 and "--log_samples needs --output_path" in r.stderr, r.stderr
+    r = cli("tasks", folder, "--tasks", tasks[0], "--avg-metric", "f1", *device_args(), ok=False)
+    assert r.returncode == 2, r.stderr
+    r = cli("tasks", folder, *device_args(), ok=False)
+    assert r.returncode == 2 and "--tasks is required" in r.stderr, r.stderr
+    r = cli("tasks", "--help")
+    assert "text between a context and each answer" in r.stdout and '" "' in r.stdout and '"\\n\\n"' in r.stdout
 
 
 BAD_LINES = {

@@ -10,7 +10,6 @@ report.
 import json
 import random
 import shutil
-import xml.etree.ElementTree as ET
 
 import pytest
 from tokenizers import Tokenizer
@@ -188,6 +187,70 @@ def test_ruler_bad_options_are_clear(ruler_setup, args, message, tmp_path):
     assert not list(tmp_path.glob("out*"))
 
 
+# How RULER's answer prefixes start (constants.py), which prepare.py splits off the prompt.
+ANSWER_PREFIX_START = {"niah_single_1": "The special magic", "vt": "Answer:", "qa_1": "Answer:"}
+
+
+def ruler_prepared_write(root, samples, index_offset=100):
+    """Our samples in RULER's prepared layout (<root>/<length>/data/<task>/validation.jsonl, the
+    answer prefix split off the prompt at its last occurrence, as RULER's prepare.py does);
+    returns the files."""
+    files = {}
+    for s in samples:
+        cut = s["prompt"].rfind(ANSWER_PREFIX_START[s["task"]])
+        assert cut > 0, s["task"]
+        path = root / str(s["length"]) / "data" / s["task"] / "validation.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"index": index_offset + s["index"], "input": s["prompt"][:cut],
+                                "outputs": s["answers"], "length": s["tokens"] + rr.max_new_tokens(s["task"]),
+                                "length_w_model_temp": 0, "answer_prefix": s["prompt"][cut:]}) + "\n")
+        files[path] = True
+    return sorted(files)
+
+
+def test_ruler_prepared_files_give_the_same_cells(ruler_setup, ruler_report, tmp_path):
+    """RULER-prepared JSONL of the samples `eval ruler` generated: the same prompts, token counts,
+    outputs and scores, task and length taken from RULER's folder layout, RULER's index kept."""
+    _, folder, _ = ruler_setup
+    report, _ = ruler_report
+    chosen = [s for s in report["samples"] if s["task"] in ("niah_single_1", "vt", "qa_1")]
+    files = ruler_prepared_write(tmp_path / "RULER", chosen)
+    assert len(files) == 3 * len(LENGTHS)
+    out = tmp_path / "prepared"
+    cli("ruler", folder, "--prepared", *files, "--quiet", "-o", out, *device_args())
+    prepared = json.loads(out.with_suffix(".json").read_text())
+    assert sorted(prepared["tasks"]) == ["niah_single_1", "qa_1", "vt"] and prepared["lengths"] == list(LENGTHS)
+    by_key = {(s["task"], s["length"], s["index"]): s for s in chosen}
+    for s in prepared["samples"]:
+        mine = by_key[(s["task"], s["length"], s["index"] - 100)]
+        for key in ("prompt", "answers", "tokens", "output", "score"):
+            assert s[key] == mine[key], (s["task"], key)
+        assert s["haystack_type"] == "prepared"
+    for task in prepared["tasks"]:
+        for length in LENGTHS:
+            assert prepared["scores"][task][str(length)] == report["scores"][task][str(length)]
+
+    # One length for files outside RULER's layout; errors name the file and the line.
+    flat = tmp_path / "niah_single_1.jsonl"
+    flat.write_text(files[0].read_text())
+    r = cli("ruler", folder, "--prepared", flat, "--quiet", *device_args(), ok=False)
+    assert r.returncode == 1 and "no folder of the path names the length" in r.stderr, r.stderr
+    cli("ruler", folder, "--prepared", flat, "--lengths", 1400, "--quiet", *device_args())
+    bad = tmp_path / "1400" / "niah_single_1.jsonl"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"index": 0, "input": "x", "length": 3, "answer_prefix": "y"}) + "\n")
+    r = cli("ruler", folder, "--prepared", bad, *device_args(), ok=False)
+    assert f"{bad}:1: \"outputs\" must be a non-empty list" in r.stderr, r.stderr
+    unknown = tmp_path / "1400" / "data" / "needle" / "validation.jsonl"
+    unknown.parent.mkdir(parents=True)
+    unknown.write_text(files[0].read_text())
+    r = cli("ruler", folder, "--prepared", unknown, *device_args(), ok=False)
+    assert "unknown RULER task 'needle'" in r.stderr, r.stderr
+    r = cli("ruler", folder, "--prepared", flat, "--tasks", "vt", *device_args(), ok=False)
+    assert r.returncode == 2 and "name their own tasks" in r.stderr, r.stderr
+
+
 def test_compare_report(ruler_setup, ruler_report):
     root, folder, _ = ruler_setup
     scaled = root / "scaled"
@@ -206,8 +269,10 @@ def test_compare_report(ruler_setup, ruler_report):
     report = json.loads(out.with_suffix(".json").read_text())
     assert [m["name"] for m in report["models"]] == ["native", "pi4"] and report["reference"] == "native"
     native, pi4 = report["models"]
-    assert native["tasks"]["recovery"] == pytest.approx(100.0)
-    assert pi4["tasks"]["recovery"] == pytest.approx(100 * pi4["tasks"]["avg"] / native["tasks"]["avg"])
+    assert native["tasks"]["linear_ard"]["recovery"] == pytest.approx(100.0)
+    assert pi4["tasks"]["linear_ard"]["recovery"] == pytest.approx(
+        100 * pi4["tasks"]["linear_ard"]["avg"] / native["tasks"]["linear_ard"]["avg"])
+    assert set(pi4["tasks"]["results"]["cmp_mc"]) >= {"acc,none", "acc_norm,none"}
     assert [r["ctx_len"] for r in pi4["ppl"]] == [64, 128]
     assert native["ppl"][0]["ppl"] != pi4["ppl"][0]["ppl"], "the scaled model should score differently"
     # The native model's RULER cells are the ones `eval ruler` computes for the same seeds.
@@ -219,9 +284,8 @@ def test_compare_report(ruler_setup, ruler_report):
     for section in ("## Perplexity", "## Tasks (%, Rec. against native)", "## Passkey", "## RULER"):
         assert section in md
     assert "| pi4 |" in md and "Rec." in md
-    svg = ET.parse(out.with_suffix(".svg")).getroot()
-    assert svg.tag.endswith("svg")
-    assert "passkey accuracy" in out.with_suffix(".svg").read_text()
+    # The figure (scripts/plot.py; tests/python/test_plot.py checks what it draws) is left to it.
+    assert not out.with_suffix(".svg").exists()
 
 
 def test_compare_needs_matching_names(ruler_setup, tmp_path):

@@ -6,9 +6,10 @@
   sees the masks. Activation checkpointing recomputes layers under the forward's generator state
   (same losses and norms with and without it), and N steps + resume equals a straight run bit for
   bit with dropout on.
-- adapters/: `PeftModel.from_pretrained` on the teacher's weights with the restored config gives
-  the merged model/ folder's logits; what peft loads is exactly what we wrote, and peft's own
-  save_pretrained of it writes the same keys, tensors and config fields.
+- adapters/: `AutoPeftModelForCausalLM.from_pretrained(OUT/adapters)` (the base it builds is
+  scaled/, the teacher's weights under the restored config) gives the merged model/ folder's
+  logits; what peft loads is exactly what we wrote, and peft's own save_pretrained of it writes
+  the same keys, tensors and config fields.
 
     LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_restore_lora.py
 """
@@ -116,15 +117,21 @@ def test_adapters_load_in_peft(setup, tmp_path, trainable, layers):
     teacher, batch = setup[1], setup[4]
     adapters = out / "adapters"
     written = load_file(str(adapters / "adapter_model.safetensors"))
-    # The adapters' base: the teacher's weights under the restored (scaled-RoPE) config.
+    # The standard path: PEFT builds the base from base_model_name_or_path, which names scaled/:
+    # the teacher's weights under the restored (scaled-RoPE) config.
+    assert json.loads((adapters / "adapter_config.json").read_text())["base_model_name_or_path"] == str(
+        (out / "scaled").resolve())
+    model = peft.AutoPeftModelForCausalLM.from_pretrained(str(adapters)).eval()
+    base = model.get_base_model()
     restored_config = transformers.AutoConfig.from_pretrained(str(out / "model"))
-    base = transformers.AutoModelForCausalLM.from_pretrained(str(teacher), config=restored_config).eval()
-    with torch.no_grad():
-        base_logits = base(batch).logits
-    model = peft.PeftModel.from_pretrained(base, str(adapters)).eval()
+    assert base.config.rope_parameters == restored_config.rope_parameters
+    assert base.config.max_position_embeddings == restored_config.max_position_embeddings
+    native = transformers.AutoModelForCausalLM.from_pretrained(str(teacher)).state_dict()
+    scaled = transformers.AutoModelForCausalLM.from_pretrained(str(out / "scaled")).eval()
+    assert all(torch.equal(t, native[n]) for n, t in scaled.state_dict().items())
     merged = transformers.AutoModelForCausalLM.from_pretrained(str(out / "model")).eval()
     with torch.no_grad():
-        peft_logits, merged_logits = model(batch).logits, merged(batch).logits
+        base_logits, peft_logits, merged_logits = scaled(batch).logits, model(batch).logits, merged(batch).logits
 
     # What peft holds is what we wrote, module for module (no adapter left at its initial value).
     state = peft.get_peft_model_state_dict(model)

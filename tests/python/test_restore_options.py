@@ -195,12 +195,15 @@ def test_resume_is_bit_for_bit(setup):
     assert all(torch.equal(a[n], b[n]) for n in a)
 
 
-def test_curves_svg_parses(setup):
+def test_curves_plotted_after_the_run(setup, monkeypatch):
+    """`linear-ard restore` draws training_curves.png / .svg with scripts/plot.py when it is done."""
+    monkeypatch.setenv("LINEAR_ARD_NO_PLOT", "0")
     out, _ = run(setup, "svg", "eval_every=1")
+    assert (out / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     root = ET.parse(out / "training_curves.svg").getroot()
     assert root.tag.endswith("svg")
-    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert "loss_q" in texts and "eval logit_kl" in texts and "eval attention_kl" in texts
+    texts = "".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    assert "loss_q" in texts and "held-out logit_kl" in texts and "held-out attention_kl" in texts
 
 
 @pytest.mark.parametrize("override,message", [

@@ -23,7 +23,7 @@ def write_runs(tmp_path, models):
     for name, (tokens, ppl, acc) in models.items():
         (runs / name).mkdir(parents=True)
         (runs / name / "training_summary.json").write_text(json.dumps({"token_budget": {"tokens": tokens}}))
-        entries.append({"name": name, "ppl": [{"ppl": ppl}], "tasks": {"avg": acc}})
+        entries.append({"name": name, "ppl": [{"ppl": ppl}], "tasks": {"linear_ard": {"avg": acc}}})
     report = tmp_path / "budget.json"
     report.write_text(json.dumps({"reference": "native", "models": entries}))
     return report, runs
@@ -55,9 +55,14 @@ def test_script_table(tmp_path):
     out = subprocess.run([sys.executable, str(SCRIPT), str(report), str(runs), "--svg", str(svg)], capture_output=True,
                          text=True, check=True).stdout
     import xml.dom.minidom
-    doc = xml.dom.minidom.parse(str(svg))  # well-formed, one marker per run
-    assert len(doc.getElementsByTagName("circle")) == 4 and len(doc.getElementsByTagName("polyline")) == 1
-    assert len([r for r in doc.getElementsByTagName("rect") if r.getAttribute("fill") == "#d62728"]) == 1
+    xml.dom.minidom.parse(str(svg))  # well-formed
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # What the figure holds: the CPT curve through its 4 runs, the LinearARD run, the reference line.
+    fig = token_efficiency.figure([(n, t, p) for n, (t, p, _) in cpt.items()], [("ard", 1_000_000, 50.0)],
+                                  ("native", 40.0))
+    curve, runs_, ref = fig.axes[0].get_lines()
+    assert list(curve.get_xdata()) == [5e5, 1e6, 2e6, 8e6] and list(runs_.get_ydata()) == [50.0]
+    assert list(ref.get_ydata()) == [40.0, 40.0] and fig.axes[0].get_xscale() == "log"
     row = next(line for line in out.splitlines() if line.startswith("| ard |") and "PPL" in line)
     assert "| 4.00 M | 4.00x |" in row
     cloze = next(line for line in out.splitlines() if line.startswith("| ard |") and "cloze" in line)

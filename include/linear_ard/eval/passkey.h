@@ -41,6 +41,7 @@ struct PasskeyOptions {
   int64_t samples = 1;  // per length and depth
   uint64_t seed = 0;
   int64_t max_new_tokens = 10;
+  bool progress = false;  // progress lines on stderr
 };
 
 struct PasskeyResult {

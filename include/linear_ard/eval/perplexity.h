@@ -19,7 +19,10 @@ struct PerplexityOptions {
   int64_t ctx_len = 0;
   int64_t stride = 0;           // 0: ctx_len (disjoint windows)
   int64_t batch_size = 1;       // windows per forward
-  bool add_special_tokens = true;  // each document starts with the tokenizer's BOS
+  // Each document is encoded with the tokenizer's special tokens (transformers'
+  // add_special_tokens=True: BOS where its post-processor adds one); false: none.
+  bool add_special_tokens = true;
+  bool progress = false;  // progress lines on stderr
 };
 
 struct PerplexityResult {

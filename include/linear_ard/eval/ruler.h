@@ -12,6 +12,7 @@
 
 #include "linear_ard/eval/eval_model.h"
 #include "linear_ard/eval/ruler_data.h"
+#include "linear_ard/eval/ruler_prepared.h"
 #include "linear_ard/eval/ruler_task.h"
 
 namespace linear_ard::eval {
@@ -22,6 +23,9 @@ struct RulerOptions {
   int64_t samples = 10;  // per task and length
   uint64_t seed = 42;
   bool progress = false;  // one line per sample on stderr
+  // RULER-prepared files: when given, their samples (one cell per file) are evaluated instead of
+  // generated ones, and tasks, lengths, samples and seed are not used.
+  std::vector<RulerPrepared> prepared;
 };
 
 struct RulerCell {
@@ -46,11 +50,12 @@ struct RulerResult {
 // task or a length leaves the other samples unchanged.
 uint64_t ruler_sample_seed(uint64_t seed, const std::string& task, int64_t length, int64_t index);
 
-// Builds every sample first (so bad options or a too-short length fail before any decoding), then
-// generates and scores them.
+// Builds every sample first (so bad options or a too-short length fail before any decoding), or
+// takes options.prepared's, then generates and scores them.
 RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const RulerOptions& options);
 
-// {"tasks": [...], "lengths": [...], "scores": {task: {length: %}}, "avg": {length: %}, "avg_all",
+// {"tasks": [...], "lengths": [...], "scores": {task: {length: %}}, "avg": {length: % (mean over the
+//  tasks at that length)}, "avg_all" (mean over the cells),
 //  "prefill_tokens_per_s", "decode_tokens_per_s", "samples": [...prompts, answers, outputs...]}.
 nlohmann::json ruler_report_json(const RulerResult& result);
 

@@ -41,11 +41,12 @@ const std::vector<RulerTask>& ruler_tasks();
 const RulerTask& ruler_task_find(const std::string& name);
 
 struct RulerSample {
+  int64_t index = 0;                 // the sample's number in its cell (a prepared file's "index")
   std::string prompt;                // task template + answer prefix; BOS is added when encoding
   std::vector<std::string> answers;  // references for string_match_all / string_match_part
   int64_t tokens = 0;                // prompt tokens with BOS; tokens + max_new_tokens <= length
   int64_t haystack = 0;              // haystack units: sentences, essay words, list words or documents
-  std::string haystack_type;         // what was used: noise, essay, needle, words, documents
+  std::string haystack_type;         // what was used: noise, essay, needle, words, documents, prepared
 };
 
 // The sample of `task` for `seed` at `length` tokens: the largest haystack whose prompt (with BOS)

@@ -13,9 +13,12 @@ namespace linear_ard::io {
 // naming the key, e.g. "config.json: rope_scaling.factor must be > 0, got -2".
 model::ModelConfig hf_config_from_json(const nlohmann::json& json);
 
-// Writes `config` in the legacy form older readers understand (`rope_theta`, `rope_scaling` with
-// both `rope_type` and `type`, null for unscaled RoPE), on top of `original` so keys this project
-// does not model are kept; a `rope_parameters` key of the original is dropped in favour of it.
+// Writes `config` on top of `original`, so keys this project does not model are kept.
+// RoPE: `rope_parameters` exactly as transformers 5.23 writes it (rope_theta, rope_type and only
+// the keys it validates for that type), plus the legacy top-level `rope_theta` and `rope_scaling`
+// (the same entries without rope_theta; null for unscaled RoPE), so both readers agree. `dtype` is
+// config.torch_dtype; `torch_dtype` (deprecated in transformers 5) and `quantization_config` (the
+// written weights are floats) are dropped.
 nlohmann::json hf_config_to_json(const model::ModelConfig& config,
                                  const nlohmann::json& original = nlohmann::json::object());
 

@@ -39,10 +39,12 @@ struct HfFolderSaveOptions {
   bool overwrite = false;  // replace an existing non-empty folder
 };
 
-// Builds the folder in `<path>.tmp.<pid>` (config.json = hf_config_to_json(model_config, config),
-// so edits to the typed config such as a new rope_scaling win and unmodelled keys survive;
-// generation_config.json; copies of the tokenizer files; sharded weights) and renames it into place, so `path` is never seen half
-// written. Refuses a non-empty existing `path` unless options.overwrite, and a folder without weights.
+// Builds the folder in `<path>.tmp.<pid>` and renames it into place, so `path` is never seen half
+// written: config.json = hf_config_to_json(model_config, config) with `dtype` the floating dtype
+// holding most of the weights' elements (so edits to the typed config such as a new rope_scaling
+// win, unmodelled keys survive, and the dtype is the written weights'), generation_config.json,
+// copies of the tokenizer files, sharded weights. Refuses a non-empty existing `path` unless
+// options.overwrite, and a folder without weights.
 void hf_folder_save(const std::string& path, const HfFolder& folder, const HfFolderSaveOptions& options = {});
 
 }  // namespace linear_ard::io
