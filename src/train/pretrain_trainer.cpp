@@ -61,7 +61,7 @@ void pretrain_run(const RestoreConfig& config, const SampleMaker& passkey_sample
   std::printf("pretrain: random %ld-layer model (hidden %ld, native context %ld, vocab %ld) -> %s: %ld parameters, %s %s\n",
               static_cast<long>(mc.num_hidden_layers), static_cast<long>(mc.hidden_size), static_cast<long>(plan.native()),
               static_cast<long>(mc.vocab_size), plan.config.output.c_str(),
-              static_cast<long>(model.trainables->parameter_count()), plan.config.device.c_str(), plan.config.dtype.c_str());
+              static_cast<long>(model.trainables->parameter_count()), enum_name(plan.config.device), enum_name(plan.config.dtype));
   RunProgress progress = run_progress_start(resume, evaluate);
   const StageLoss lm = [&model](const model::Overrides& o, const torch::Tensor& ids) {
     return objective_lm(model.ctx, o, ids, model.batch_weights);

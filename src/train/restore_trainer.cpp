@@ -26,22 +26,11 @@ using nlohmann::json;
 // scaled model, max_position_embeddings = native x factor. The rope dict names the native length
 // as original_max_position_embeddings (yarn, llama3 and longrope compute with it; for linear it
 // records what was scaled); dynamic NTK keeps the native max_position_embeddings, its threshold.
+// `student_rope` is validated (restore_config_load): a known scaled type with a factor >= 1.
 model::ModelConfig student_config_make(const io::HfFolder& teacher, const json& student_rope) {
   const model::ModelConfig& t = teacher.model_config;
   json rope = student_rope;
-  const std::string type_name = rope.contains("rope_type") ? rope["rope_type"].get<std::string>()
-                                                           : rope["type"].get<std::string>();
-  model::RopeType type;
-  try {
-    type = model::rope_type_from_name(type_name);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("config key 'student_rope': ") + e.what());
-  }
-  if (type == model::RopeType::kDefault)
-    throw std::invalid_argument("config key 'student_rope': rope_type default is the teacher's own RoPE; nothing to restore");
-  if (!rope.contains("factor") || !rope["factor"].is_number())
-    throw std::invalid_argument("config key 'student_rope': needs a numeric factor (the context extension ratio)");
-  const double factor = rope["factor"].get<double>();
+  const model::RopeType type = model::rope_type_from_name(rope.value("rope_type", rope.value("type", "")));
   if (!rope.contains("original_max_position_embeddings"))
     rope["original_max_position_embeddings"] = t.max_position_embeddings;
 
@@ -51,12 +40,25 @@ model::ModelConfig student_config_make(const io::HfFolder& teacher, const json& 
   if (t.rope.partial_rotary_factor) j["partial_rotary_factor"] = *t.rope.partial_rotary_factor;
   j["rope_scaling"] = rope;
   if (type != model::RopeType::kDynamic)
-    j["max_position_embeddings"] = static_cast<int64_t>(std::llround(t.max_position_embeddings * factor));
+    j["max_position_embeddings"] = static_cast<int64_t>(std::llround(t.max_position_embeddings * rope["factor"].get<double>()));
   try {
     return io::hf_config_from_json(j);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("config key 'student_rope': ") + e.what());
   }
+}
+
+// The teacher is the model at its native RoPE: the student's RoPE replaces the teacher's, and a
+// scaled teacher would distil its scaled relations under a config claiming native x factor
+// positions over a context that was already extended (docs/restore.md, "Teachers").
+void teacher_native_check(const io::HfFolder& teacher) {
+  const model::RopeConfig& rope = teacher.model_config.rope;
+  if (rope.type == model::RopeType::kDefault) return;
+  char factor[32] = "";
+  if (rope.factor) std::snprintf(factor, sizeof factor, ", factor %g", *rope.factor);
+  throw std::invalid_argument("teacher " + teacher.path + " is already RoPE-scaled (config.json: rope_type " +
+                              model::rope_type_name(rope.type) + factor +
+                              "): restore starts from the native-RoPE model; give the checkpoint before scaling");
 }
 
 // The plan of a restore run: the teacher folder, the student's RoPE, lengths and data.
@@ -66,6 +68,7 @@ RunPlan restore_plan(const RestoreConfig& config) {
   if (!fs::is_directory(c.teacher))
     throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " does not exist");
   plan.teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
+  teacher_native_check(plan.teacher);
   plan.student_config = student_config_make(plan.teacher, c.student_rope);
   plan.mix = {c.pretrain.passkey_fraction, c.seed, c.pretrain.answer_weight, {}};
   plan.tokenizer = io::tokenizer_load(c.teacher);
@@ -87,9 +90,9 @@ json restore_eval_record(const RunPlan& plan, const RunModel& m, int64_t step) {
 }
 
 StageLoss restore_stage1_loss(const RunPlan& plan, RunModel& m) {
-  const std::string& method = plan.config.method;
-  if (method == "ard") return [&m](const model::Overrides& o, const torch::Tensor& ids) { return objective_ard(m.ctx, o, ids); };
-  if (method == "cpt")
+  const Method method = plan.config.method;
+  if (method == Method::kArd) return [&m](const model::Overrides& o, const torch::Tensor& ids) { return objective_ard(m.ctx, o, ids); };
+  if (method == Method::kCpt)
     return [&m](const model::Overrides& o, const torch::Tensor& ids) { return objective_lm(m.ctx, o, ids, m.batch_weights); };
   return [&m](const model::Overrides& o, const torch::Tensor& ids) { return objective_longred(m.ctx, o, ids); };
 }
@@ -100,9 +103,9 @@ void restore_header_print(const RunPlan& plan, const RunModel& m) {
   for (int64_t l : plan.layers) layer_text += (layer_text.empty() ? "" : ",") + std::to_string(l);
   std::printf("restore: %s -> %s (%s x%g), method %s, layers %s, trainable %s: %ld parameters in %zu tensors, %s %s\n",
               c.teacher.c_str(), c.output.c_str(), model::rope_type_name(plan.student_config.rope.type),
-              plan.student_config.rope.factor.value_or(1.0), c.method.c_str(), layer_text.c_str(), c.trainable.c_str(),
-              static_cast<long>(m.trainables->parameter_count()), m.trainables->names().size(), c.device.c_str(),
-              c.dtype.c_str());
+              plan.student_config.rope.factor.value_or(1.0), enum_name(c.method), layer_text.c_str(), enum_name(c.trainable),
+              static_cast<long>(m.trainables->parameter_count()), m.trainables->names().size(), enum_name(c.device),
+              enum_name(c.dtype));
 }
 
 }  // namespace

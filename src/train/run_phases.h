@@ -28,10 +28,12 @@
 #include "linear_ard/train/restore_step.h"
 #include "linear_ard/train/text_blocks.h"
 #include "linear_ard/train/trainable_set.h"
+#include "output_folder.h"
 
 namespace linear_ard::train {
 
-// Phase 1, the plan: everything checkable, checked before the output folder exists.
+// Phase 1, the plan: everything checkable, checked before the output folder exists; then the
+// folder is locked.
 struct RunPlan {
   RestoreConfig config;                 // resolved: device, dtype, ctx_len, stage2.ctx_len
   std::string name;                     // "restore" or "pretrain": the log prefix
@@ -47,6 +49,8 @@ struct RunPlan {
   std::unique_ptr<io::Tokenizer> tokenizer;
   BlockMix mix;                         // passkey samples mixed into stage 1's blocks (pretrain)
   std::optional<TextBlocks> blocks1, blocks2;  // stage 1 (its first block held out), stage 2
+  io::TensorMap model_tensors;          // teacher.weights on the device in the model dtype, all finite
+  std::unique_ptr<OutputLock> lock;     // rank 0's lock on the output folder
 
   int64_t native() const { return teacher.model_config.max_position_embeddings; }
   int64_t extended() const { return student_config.max_position_embeddings; }
@@ -56,8 +60,10 @@ struct RunPlan {
 // Device, dtype and the process group of `config`: a plan with nothing loaded yet.
 RunPlan run_plan_begin(const RestoreConfig& config, const std::string& name);
 // With plan.teacher, plan.student_config, plan.tokenizer set: ctx_len against the native and
-// extended lengths, the distilled and trainable layers, the tokenizer's vocabulary, the data
-// blocks (sharded over the ranks).
+// extended lengths (at least 2 tokens; a warning on stderr below 16, and for a warmup longer than
+// its stage), the distilled and trainable layers, the tokenizer's vocabulary, the data blocks
+// (sharded over the ranks), the weights placed and checked finite (an error naming each tensor
+// that is not); last, the output folder locked (OutputLock).
 void run_plan_finish(RunPlan& plan);
 
 // Phase 2, resume: the checkpoint a resumed run continues from (checked to be this run's) and the
@@ -71,8 +77,9 @@ ResumePoint run_resume_find(const RunPlan& plan);
 // The resolved config with the keys about stopping reset: what a checkpoint must match to resume.
 std::string run_resume_key(const RestoreConfig& config);
 
-// Phase 3, the outputs: the output folder prepared (fresh runs), resolved_config.yaml, the metrics
-// log with a resumed run's previous lines. Rank 0 only; every rank learns whether it worked.
+// Phase 3, the outputs: the output folder prepared (fresh runs) or cleared of an interrupted run's
+// temporaries (resumed ones), resolved_config.yaml, the metrics log with a resumed run's previous
+// lines. Rank 0 only; every rank learns whether it worked.
 class RunOutputs {
  public:
   RunOutputs(const RunPlan& plan, const ResumePoint& resume);
@@ -82,11 +89,11 @@ class RunOutputs {
   std::optional<MetricsLog> metrics_;
 };
 
-// Phase 4, the model: shared frozen weights in the model dtype, both RoPEs, the trainables (after
-// seeding torch with config.seed) and their gradient buckets, the objectives' context, the held-out
-// ids. Not movable: ctx points into it.
+// Phase 4, the model: the shared frozen weights (plan.model_tensors, moved in), both RoPEs, the
+// trainables (after seeding torch with config.seed) and their gradient buckets, the objectives'
+// context, the held-out ids. Not movable: ctx points into it.
 struct RunModel {
-  explicit RunModel(const RunPlan& plan);
+  explicit RunModel(RunPlan& plan);
   RunModel(const RunModel&) = delete;
   RunModel& operator=(const RunModel&) = delete;
 
@@ -124,14 +131,15 @@ struct RunProgress {
   nlohmann::json eval_before, eval_after;
 };
 // Starts the progress of a fresh or resumed run: evaluates at step 0 for a fresh run, takes the
-// previous records' evaluations for a resumed one.
+// previous records' first and last evaluations for a resumed one.
 RunProgress run_progress_start(const ResumePoint& resume, const RunEvaluate& evaluate);
 
-// Runs `stage`'s loop from its first step (or the resumed one); false when stop_after_step ended
-// the run (its checkpoint written).
-bool run_stage(const RunPlan& plan, RunModel& model, RunOutputs& outputs, const ResumePoint& resume,
-               const StageSpec& stage, int64_t step_offset, const RunEvaluate& evaluate, RunProgress& progress);
-// Every stage in order, skipping those a resumed checkpoint has finished; false as run_stage.
+// Every stage in order from its first step (or the resumed one), skipping those a resumed checkpoint
+// has finished; false when stop_after_step ended the run (its checkpoint written). A diverged run
+// (a non-finite loss, gradient norm or held-out evaluation, or a step loss above
+// config.divergence_factor x its stage's first loss) throws std::runtime_error saying so, after
+// removing the checkpoint that led to it: the last good one stays (a checkpoint counts as good once
+// a later loss or evaluation computed from its weights passed), and nothing else is written.
 bool run_stages(const RunPlan& plan, RunModel& model, RunOutputs& outputs, const ResumePoint& resume,
                 const std::vector<StageSpec>& stages, const RunEvaluate& evaluate, RunProgress& progress);
 
