@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
                                     std::to_string(mc.max_position_embeddings) + " positions");
     // The trainer's defaults (lr, clipping, lambdas, objective) with the paper's setting.
     train::RestoreConfig config;
-    config.trainable = "qkv";
+    config.trainable = train::Trainable::kQkv;
     config.checkpoint_layers = checkpoint_layers;
 
     const auto t0 = Clock::now();

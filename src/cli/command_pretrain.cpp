@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "linear_ard/eval/passkey_sample.h"    // defines: passkey_sample_make
 #include "linear_ard/train/restore_config.h"   // defines: restore_config_load
-#include "linear_ard/train/restore_trainer.h"  // defines: restore_run
+#include "linear_ard/train/pretrain_trainer.h" // defines: pretrain_run
 #include "plot_run.h"                       // defines: plot_training_curves
 
 namespace linear_ard::cli {
@@ -30,7 +30,7 @@ void command_pretrain_register(CLI::App& app) {
     if (!config.pretrain.enabled())
       throw std::invalid_argument("config key 'pretrain.model' is required by `linear-ard pretrain` (the new model's "
                                   "config.json keys, or a config.json path)");
-    train::restore_run(config, eval::passkey_sample_make);
+    train::pretrain_run(config, eval::passkey_sample_make);
     plot_training_curves(config.output);
   });
 }

@@ -1,12 +1,13 @@
 // `linear-ard restore CONFIG.yaml [key=value ...]`: LinearARD restoration of a RoPE-scaled student
 // from its native-RoPE teacher, its ablations and baselines, optional stage-2 CPT (docs/restore.md).
+#include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "commands.h"
-#include "linear_ard/train/restore_config.h"   // defines: restore_config_load
+#include "linear_ard/train/restore_config.h"   // defines: restore_config_load, restore_config_keys_markdown
 #include "linear_ard/train/restore_trainer.h"  // defines: restore_run
 #include "plot_run.h"                       // defines: plot_training_curves
 
@@ -20,10 +21,16 @@ void command_restore_register(CLI::App& app) {
                  "RoPE-scaled copy (or run an ablation / the CPT and LongReD baselines, then optional "
                  "stage-2 CPT); writes an HF folder, metrics, curves (scripts/plot.py) and the resolved config");
   sub->add_option("CONFIG", *config_path, "YAML config (configs/demo_cpu.yaml shows every key)")
-      ->required()
       ->check(CLI::ExistingFile);
   sub->add_option("overrides", *overrides, "key=value overrides, e.g. steps=50 student_rope.factor=4");
-  sub->callback([config_path, overrides] {
+  auto list_keys = std::make_shared<bool>(false);
+  sub->add_flag("--list-keys", *list_keys, "print every config key (default, meaning) as a Markdown table and exit");
+  sub->callback([config_path, overrides, list_keys] {
+    if (*list_keys) {
+      std::cout << train::restore_config_keys_markdown();
+      return;
+    }
+    if (config_path->empty()) throw CLI::RequiredError("CONFIG");
     const train::RestoreConfig config = train::restore_config_load(*config_path, *overrides);
     if (config.pretrain.enabled())
       throw std::invalid_argument("config key 'pretrain' belongs to `linear-ard pretrain`, not restore");

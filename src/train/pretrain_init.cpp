@@ -46,7 +46,7 @@ io::HfFolder pretrain_folder_init(const PretrainConfig& p, const io::Tokenizer& 
   if (tokenizer.bos_id() >= 0) fill("bos_token_id", tokenizer.bos_id());
   if (tokenizer.eos_id() >= 0) fill("eos_token_id", tokenizer.eos_id());
   j["initializer_range"] = p.init_std;
-  const bool bf16 = p.save_dtype == "bf16";
+  const bool bf16 = p.save_dtype == SaveDtype::kBf16;
   j["torch_dtype"] = bf16 ? "bfloat16" : "float32";
 
   io::HfFolder folder;

@@ -58,10 +58,19 @@ void checkpoint_save(const std::string& output, const CheckpointState& state, co
                        {"config_yaml", state.config_yaml}});
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);
+}
+
+void checkpoint_prune(const std::string& output, int64_t keep_step) {
+  std::vector<fs::path> older;
   for (const auto& entry : fs::directory_iterator(output)) {
     const int64_t s = folder_step(entry.path().filename().string());
-    if (s >= 0 && s != state.step) fs::remove_all(entry.path());
+    if (s >= 0 && s != keep_step) older.push_back(entry.path());
   }
+  for (const auto& p : older) fs::remove_all(p);
+}
+
+void checkpoint_remove(const std::string& output, int64_t step) {
+  fs::remove_all(fs::path(output) / (kPrefix + std::to_string(step)));
 }
 
 std::optional<std::string> checkpoint_latest(const std::string& output) {

@@ -39,7 +39,7 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
   options.checkpoint_layers = ctx.checkpoint_layers;
   const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
 
-  const bool attention = ctx.objective.relations == "attention";
+  const bool attention = ctx.objective.relations == Relations::kAttention;
   ops::RelationLossOptions rel = ctx.loss_options;
   if (attention) rel.lambda_q = rel.lambda_k = 0;  // Q/Q and K/K give way to the attention map
   torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kFloat).device(ids.device()));

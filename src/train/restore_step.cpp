@@ -29,7 +29,7 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
     if (!std::isfinite(value)) {
       std::string detail;
       for (const auto& [k, v] : l.parts) detail += (detail.empty() ? "" : ", ") + k + " " + std::to_string(v);
-      throw std::runtime_error("step " + std::to_string(settings.global_step) + ": loss is " + std::to_string(value) +
+      throw StepDiverged("step " + std::to_string(settings.global_step) + ": loss is " + std::to_string(value) +
                                " (" + detail + "); stopped before this step's update (try dtype=fp32 or a lower lr)");
     }
     if (settings.gradients && a + 1 == settings.grad_accum) settings.gradients->arm();
@@ -56,7 +56,7 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
   const double max_norm = settings.clip_grad_norm > 0 ? settings.clip_grad_norm : std::numeric_limits<double>::infinity();
   result.grad_norm = torch::nn::utils::clip_grad_norm_(trainables.parameters(), max_norm);
   if (!std::isfinite(result.grad_norm))
-    throw std::runtime_error("step " + std::to_string(settings.global_step) + ": gradient norm is " +
+    throw StepDiverged("step " + std::to_string(settings.global_step) + ": gradient norm is " +
                              std::to_string(result.grad_norm) +
                              "; stopped before this step's update (try dtype=fp32 or a lower lr)");
   optimizer.step();

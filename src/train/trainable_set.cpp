@@ -9,18 +9,18 @@
 
 namespace linear_ard::train {
 
-TrainableSet::TrainableSet(const std::string& mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
+TrainableSet::TrainableSet(Trainable mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
                            const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device)
     : lora_config_(lora), last_layer_(last_layer), num_layers_(weights.config.num_hidden_layers) {
   const auto master = [&](const std::string& name) {
     names_.push_back(name);
     parameters_.push_back(checkpoint.at(name).to(device, torch::kFloat).clone().set_requires_grad(true));
   };
-  if (mode == "full") {
+  if (mode == Trainable::kFull) {
     for (const auto& [name, t] : weights.tensors) master(name);
     return;
   }
-  if (mode == "qkv") {
+  if (mode == Trainable::kQkv) {
     for (int64_t l = 0; l <= last_layer; ++l)
       for (const char* proj : {"q_proj", "k_proj", "v_proj"})
         for (const char* part : {"weight", "bias"}) {
@@ -31,7 +31,7 @@ TrainableSet::TrainableSet(const std::string& mode, const LoraConfig& lora, cons
   }
   lora_ = true;
   target_modules_ = {"q_proj", "k_proj", "v_proj"};
-  if (mode == "lora_all") target_modules_ = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  if (mode == Trainable::kLoraAll) target_modules_ = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
   for (int64_t l = 0; l <= last_layer; ++l) {
     for (const auto& proj : target_modules_) {
       const bool mlp = proj == "gate_proj" || proj == "up_proj" || proj == "down_proj";

@@ -25,10 +25,16 @@ struct CheckpointState {
 
 // Writes state.json, trainable.safetensors (fp32), optimizer.pt (libtorch archive) and
 // rng.safetensors (torch's CPU generator, and the current CUDA device's where CUDA is available)
-// into checkpoint-<step>.tmp, renames it to checkpoint-<step> (a reader sees a whole checkpoint or
-// none) and removes older checkpoints.
+// into checkpoint-<step>.tmp and renames it to checkpoint-<step> (a reader sees a whole checkpoint
+// or none). Older checkpoints stay until checkpoint_prune: the trainer keeps the last one known
+// good until the new one is.
 void checkpoint_save(const std::string& output, const CheckpointState& state, const TrainableSet& trainables,
                      torch::optim::Optimizer& optimizer);
+
+// Removes every checkpoint of `output` but checkpoint-<keep_step>.
+void checkpoint_prune(const std::string& output, int64_t keep_step);
+// Removes checkpoint-<step> of `output` (one that led to a divergence).
+void checkpoint_remove(const std::string& output, int64_t step);
 
 // The newest complete checkpoint folder of `output`, if any; leftover *.tmp folders of an
 // interrupted save are removed.

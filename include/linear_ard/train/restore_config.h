@@ -1,5 +1,7 @@
-// RestoreConfig: every setting of `linear-ard restore`, read from YAML plus `key=value` overrides,
-// validated with errors naming the key, and written back (defaults filled in) as resolved YAML.
+// RestoreConfig: every setting of `linear-ard restore` (and `linear-ard pretrain`), read from YAML
+// plus `key=value` overrides, validated with errors naming the key, and written back (defaults
+// filled in) as resolved YAML. One field table in restore_config.cpp defines each key once: its
+// parser, its YAML emitter, the unknown-key errors and the docs' key list (restore_config_keys).
 #pragma once
 
 #include <cstdint>
@@ -8,13 +10,60 @@
 
 #include <nlohmann/json.hpp>
 
+#include "linear_ard/train/config_names.h"
 #include "linear_ard/train/pretrain_config.h"
 
 namespace linear_ard::train {
 
+// `method`: what stage 1 optimises.
+enum class Method {
+  kArd,      // LinearARD: Q/Q, K/K, V/V relation distillation
+  kCpt,      // next-token loss of the student only
+  kLongred,  // LongReD-style hidden-state cosine
+};
+template <>
+struct NameTable<Method> {
+  static constexpr std::pair<Method, const char*> entries[] = {
+      {Method::kArd, "ard"}, {Method::kCpt, "cpt"}, {Method::kLongred, "longred"}};
+};
+
+// `trainable`: what the optimizer updates on top of the frozen checkpoint.
+enum class Trainable { kQkv, kLoraQkv, kLoraAll, kFull };
+template <>
+struct NameTable<Trainable> {
+  static constexpr std::pair<Trainable, const char*> entries[] = {
+      {Trainable::kQkv, "qkv"}, {Trainable::kLoraQkv, "lora_qkv"}, {Trainable::kLoraAll, "lora_all"},
+      {Trainable::kFull, "full"}};
+};
+inline bool trainable_is_lora(Trainable t) { return t == Trainable::kLoraQkv || t == Trainable::kLoraAll; }
+
+// `objective.relations`: qkv: Q/Q, K/K, V/V; attention: attention map (Q,K) + V/V.
+enum class Relations { kQkv, kAttention };
+template <>
+struct NameTable<Relations> {
+  static constexpr std::pair<Relations, const char*> entries[] = {{Relations::kQkv, "qkv"},
+                                                                  {Relations::kAttention, "attention"}};
+};
+
+// `device`: auto is cuda when a CUDA device is available, else cpu.
+enum class RunDevice { kAuto, kCpu, kCuda };
+template <>
+struct NameTable<RunDevice> {
+  static constexpr std::pair<RunDevice, const char*> entries[] = {
+      {RunDevice::kAuto, "auto"}, {RunDevice::kCpu, "cpu"}, {RunDevice::kCuda, "cuda"}};
+};
+
+// `dtype`: auto is bf16 on cuda, fp32 on cpu.
+enum class RunDtype { kAuto, kFp32, kBf16 };
+template <>
+struct NameTable<RunDtype> {
+  static constexpr std::pair<RunDtype, const char*> entries[] = {
+      {RunDtype::kAuto, "auto"}, {RunDtype::kFp32, "fp32"}, {RunDtype::kBf16, "bf16"}};
+};
+
 // What stage 1 optimises (paper Sec. 3.4 and Appendix D), `objective.*`.
 struct ObjectiveConfig {
-  std::string relations = "qkv";  // qkv: Q/Q, K/K, V/V; attention: attention map (Q,K) + V/V
+  Relations relations = Relations::kQkv;
   double logit_kl = 0.0;          // weight of KL(softmax(z_t/T) || softmax(z_s/T)); 0: off
   double temperature = 1.0;       // T of the logit KL
   int64_t last_k_positions = 0;   // logit KL over the last k positions of a block; 0: all
@@ -38,51 +87,64 @@ struct Stage2Config {
   double min_lr_ratio = 0.1;
 };
 
+// Members in the order of the field table; each key's meaning is its doc line there
+// (`linear-ard restore --list-keys`, docs/restore.md).
 struct RestoreConfig {
-  std::string teacher;               // HF folder of the native-RoPE model (required unless pretraining)
-  nlohmann::json student_rope;       // HF rope dict of the student, e.g. {rope_type: linear, factor: 8}
-  std::vector<std::string> data;     // text, JSONL (`text` field) or .npy token files (required)
-  std::string method = "ard";        // ard (LinearARD), cpt (LM loss), longred (hidden-state cosine)
-  nlohmann::json layers = "last:1";  // "last:k", "all" or a list of layer indices (negative from the end)
+  std::string teacher;
+  nlohmann::json student_rope;       // HF rope dict, e.g. {rope_type: linear, factor: 8}
+  std::vector<std::string> data;
+  Method method = Method::kArd;
+  nlohmann::json layers = "last:1";  // "last:k", "all" or a list of layer indices
   ObjectiveConfig objective;
-  std::string trainable = "qkv";     // qkv | lora_qkv | lora_all | full
+  Trainable trainable = Trainable::kQkv;
   LoraConfig lora;
-  bool save_adapters = false;        // also write the LoRA adapters alone in PEFT's format
-  int64_t longred_max_skip = 1;      // longred: student position ids = teacher's x U{1..max_skip}
+  bool save_adapters = false;
+  int64_t longred_max_skip = 1;
   Stage2Config stage2;
-  int64_t ctx_len = 0;               // block length; 0: the teacher's max_position_embeddings
+  int64_t ctx_len = 0;               // 0: the teacher's max_position_embeddings
   int64_t batch_size = 1;
   int64_t grad_accum = 1;
-  int64_t steps = 100;               // optimizer updates
+  int64_t steps = 100;
   double lr = 2e-5;
   int64_t warmup_steps = 0;
-  double min_lr_ratio = 0.1;         // cosine decay ends at min_lr_ratio * lr
+  double min_lr_ratio = 0.1;
   double weight_decay = 0.0;
-  double clip_grad_norm = 5.0;       // 0: no clipping (the norm is still measured and checked)
+  double clip_grad_norm = 5.0;
+  double divergence_factor = 100.0;  // a step loss above this x its stage's first loss stops the run
   double lambda_q = 1.0;
   double lambda_k = 1.0;
   double lambda_v = 1.0;
   uint64_t seed = 0;
-  std::string device = "auto";       // cpu, cuda, or auto (cuda when available)
-  std::string dtype = "auto";        // fp32, bf16, or auto (bf16 on cuda, fp32 on cpu)
-  bool checkpoint_layers = false;    // recompute the student's layers in backward
-  std::string output;                // output folder (required)
-  bool overwrite = false;            // replace an existing non-empty output folder
-  int64_t eval_every = 0;            // 0: evaluate only before the first and after the last step
+  RunDevice device = RunDevice::kAuto;
+  RunDtype dtype = RunDtype::kAuto;
+  bool checkpoint_layers = false;
+  std::string output;
+  bool overwrite = false;
+  int64_t eval_every = 0;
   int64_t log_every = 1;
-  int64_t checkpoint_every = 0;      // 0: no checkpoints; else every N (global) steps
-  bool resume = false;               // continue from the output folder's latest checkpoint
-  int64_t stop_after_step = 0;       // end the run after this global step's checkpoint; 0: never
+  int64_t checkpoint_every = 0;
+  bool resume = false;
+  int64_t stop_after_step = 0;
   PretrainConfig pretrain;           // `linear-ard pretrain`: a random model instead of a teacher
 };
 
 // Reads YAML `path`, applies `overrides` ("key=value", dotted keys for nested maps such as
 // student_rope.factor=4; values are parsed as YAML so lists and numbers keep their type) and
-// validates. Throws std::invalid_argument naming the key or file at fault (unknown keys included).
+// validates. Throws std::invalid_argument naming the key or file at fault: unknown keys (nested
+// ones too, student_rope's against the keys transformers accepts for its rope_type), a key given
+// twice (with its lines) or under two spellings (HF-style aliases such as learning_rate for lr).
 RestoreConfig restore_config_load(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The config as YAML with every key present: what `resolved_config.yaml` holds.
 std::string restore_config_to_yaml(const RestoreConfig& config);
+
+// One key of the field table, for the docs: dotted key, its alias (or empty), default as YAML, doc.
+struct ConfigKeyDoc {
+  std::string key, alias, default_yaml, doc;
+};
+std::vector<ConfigKeyDoc> restore_config_keys();
+// The key table as Markdown (docs/restore.md holds it; `linear-ard restore --list-keys` prints it).
+std::string restore_config_keys_markdown();
 
 // The layer indices (ascending, non-negative) that config key `layers` names for a model with
 // `num_layers` layers; throws std::invalid_argument naming the key when one is out of range.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include <torch/torch.h>
@@ -31,6 +32,11 @@ struct StepSettings {
   GradientBuckets* gradients = nullptr;
 };
 
+// A non-finite loss or gradient norm: the run diverged (or overflowed its dtype) at this step.
+struct StepDiverged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct StepResult {
   double loss = 0;                       // mean over the micro-batches
   std::map<std::string, double> parts;  // each a mean over the micro-batches
@@ -39,7 +45,7 @@ struct StepResult {
 
 // zero_grad, then grad_accum times: next_batch(), the loss under trainables.overrides(dtype,
 // training=true), backward of loss / grad_accum; then clip and optimizer.step(). A non-finite loss
-// or gradient norm throws std::runtime_error naming the step before the update is applied.
+// or gradient norm throws StepDiverged naming the step before the update is applied.
 StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::optim::AdamW& optimizer,
                         const std::function<torch::Tensor()>& next_batch, const StepSettings& settings);
 

@@ -2,7 +2,6 @@
 // trained to match the frozen native-RoPE teacher's final-layer Q/Q, K/K, V/V relations.
 #pragma once
 
-#include "linear_ard/train/block_mix.h"
 #include "linear_ard/train/restore_config.h"
 
 namespace linear_ard::train {
@@ -12,10 +11,7 @@ namespace linear_ard::train {
 // folder is created. Then writes into config.output: resolved_config.yaml, metrics.jsonl (one line
 // per step, plus eval lines), training_summary.json, and the restored HF folder model/ (atomic).
 // A NaN/Inf loss or gradient stops the run with std::runtime_error before that update is applied.
-// With config.pretrain set (`linear-ard pretrain`), the model is a random one from pretrain.model
-// trained whole with the LM loss, held-out LM loss is evaluated instead of the relation losses, and
-// pretrain.passkey_fraction of the training blocks end with a sample of `passkey_sample`, whose
-// answer tokens weigh pretrain.answer_weight in the LM loss.
-void restore_run(const RestoreConfig& config, const SampleMaker& passkey_sample = {});
+// `linear-ard pretrain` has its own driver over the same phases (pretrain_trainer.h).
+void restore_run(const RestoreConfig& config);
 
 }  // namespace linear_ard::train

@@ -20,7 +20,7 @@ class TrainableSet {
   // (q/k/v_proj weights and biases of layers 0..last_layer, or every tensor of `weights`);
   // lora_qkv / lora_all add fp32 adapters to q,k,v (and o, gate, up, down) of layers 0..last_layer,
   // A ~ kaiming-uniform(a = sqrt(5)) and B = 0 as PEFT initialises them, from torch's generator.
-  TrainableSet(const std::string& mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
+  TrainableSet(Trainable mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
                const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device);
 
   // The fp32 leaves the optimizer updates, in a stable order.
