@@ -1,10 +1,11 @@
-// `linear-ard inspect MODEL_DIR`: prints what a HuggingFace folder holds, without loading weights.
+// `linear-ard inspect MODEL_DIR`: prints what a HuggingFace folder holds, its weights' headers
+// validated against config.json (the weights are mapped, not read).
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "commands.h"
-#include "linear_ard/io/hf_folder.h"       // defines: hf_folder_load
+#include "linear_ard/io/hf_folder.h"       // defines: hf_folder_load, hf_folder_weights_check
 #include "linear_ard/model/model_config.h"  // defines: model_config_describe
 
 namespace linear_ard::cli {
@@ -12,13 +13,20 @@ namespace linear_ard::cli {
 void command_inspect_register(CLI::App& app) {
   auto model_dir = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("inspect", "Print a model folder's architecture, parameter "
-                                                "count, RoPE configuration and context length");
+                                                "count (from the weights' headers, checked against "
+                                                "config.json), RoPE configuration and context length");
   sub->add_option("MODEL_DIR", *model_dir, "HuggingFace model folder (config.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
   sub->callback([model_dir] {
-    const io::HfFolder folder = io::hf_folder_load(*model_dir, /*load_weights=*/false);
-    std::cout << "model: " << *model_dir << "\n" << model::model_config_describe(folder.model_config);
+    // The weights are memory-mapped, not read: their headers are validated and checked against
+    // config.json, and the parameter count is theirs.
+    const io::HfFolder folder = io::hf_folder_load(*model_dir, /*load_weights=*/true);
+    io::hf_folder_weights_check(folder);
+    int64_t parameters = 0;
+    for (const auto& [name, t] : folder.weights)
+      if (name != "lm_head.weight" || !folder.model_config.tie_word_embeddings) parameters += t.numel();
+    std::cout << "model: " << *model_dir << "\n" << model::model_config_describe(folder.model_config, parameters);
     if (!folder.tokenizer_files.empty()) {
       std::cout << "tokenizer files:";
       for (const auto& [name, path] : folder.tokenizer_files) std::cout << " " << name;

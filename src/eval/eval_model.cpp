@@ -2,11 +2,13 @@
 #include "linear_ard/eval/eval_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
-#include "linear_ard/io/hf_folder.h"      // defines: hf_folder_load
+#include "linear_ard/io/hf_folder.h"      // defines: hf_folder_load, hf_folder_weights_check, hf_folder_tokenizer_check
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/llama_model.h"  // defines: model_forward
+#include "linear_ard/model/weights_place.h"  // defines: weights_place
 #include "linear_ard/train/distributed.h"  // defines: distributed_process
 
 namespace linear_ard::eval {
@@ -22,14 +24,32 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
   m.distributed = train::distributed_process(choice.device);
   if (m.distributed) m.device = m.distributed->device();
 
+  // Everything is checked before anything is allocated: the weights' headers against config.json,
+  // the tokenizer against the embedding, the parameters against the device's free memory; the
+  // placed weights are then checked finite.
   io::HfFolder folder = io::hf_folder_load(path, /*load_weights=*/true);
-  std::map<std::string, torch::Tensor> tensors;
-  for (auto& [name, t] : folder.weights) tensors[name] = t.to(m.device, m.dtype);
+  io::hf_folder_weights_check(folder);
+  m.tokenizer = io::tokenizer_load(path);
+  io::hf_folder_tokenizer_check(folder, *m.tokenizer, io::tokenizer_file(path));
+  auto tensors = model::weights_place(folder.weights, m.device, m.dtype, "model " + folder.path, "evaluate");
   folder.weights.clear();
   m.weights = model::llama_weights_from_map(folder.model_config, std::move(tensors));
   m.rope = model::rope_tables_init(folder.model_config);
-  m.tokenizer = io::tokenizer_load(path);
   return m;
+}
+
+void eval_context_warn(const EvalModel& model, int64_t length, const std::string& what) {
+  const model::ModelConfig& c = model.weights.config;
+  const int64_t context = model::model_config_context_length(c);
+  if (length <= context || (model.distributed && !model.distributed->is_main())) return;
+  const std::string why =
+      c.rope.type == model::RopeType::kDefault
+          ? "its native context (max_position_embeddings " + std::to_string(context) + ") and its RoPE is not scaled"
+          : "the " + std::to_string(context) + " positions its RoPE scaling (" + model::rope_type_name(c.rope.type) +
+                ") targets";
+  std::fprintf(stderr, "linear-ard: warning: model %s: %s of %ld tokens go beyond %s: positions past %ld were never "
+               "trained, expect degraded scores\n", model.path.c_str(), what.c_str(), static_cast<long>(length),
+               why.c_str(), static_cast<long>(context));
 }
 
 TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids) {

@@ -97,6 +97,7 @@ PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& opt
   // Prompt k (length, depth, sample order) has seed options.seed + k. Under torchrun it is generated
   // on rank k % world; the ids, token counts and times are gathered and every rank builds the rows.
   std::vector<PasskeyPrompt> prompts;
+  for (int64_t length : options.lengths) eval_context_warn(model, length, "passkey prompts");
   for (int64_t length : options.lengths)
     for (double depth : options.depths)
       for (int64_t s = 0; s < options.samples; ++s)

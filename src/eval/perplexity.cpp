@@ -82,6 +82,7 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
     return a.end - a.begin > b.end - b.begin;
   });
   r.windows = static_cast<int64_t>(windows.size());
+  if (!windows.empty()) eval_context_warn(model, windows.front().end - windows.front().begin, "perplexity windows");
 
   // Under torchrun window w is scored on rank w % world and the NLLs are gathered; every rank then
   // sums them in window order, as one process does.
@@ -120,6 +121,11 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.tokens_per_s = r.seconds > 0 ? static_cast<double>(fed) / r.seconds : 0;
   r.ppl = r.tokens > 0 ? std::exp(r.nll / static_cast<double>(r.tokens)) : 0;
+  if (!std::isfinite(r.ppl))  // a NaN/Inf logit, or an NLL past exp's range: never a number to report
+    throw std::runtime_error("model " + model.path + ": perplexity at ctx " + std::to_string(options.ctx_len) +
+                             " is not finite (summed NLL " + std::to_string(r.nll) + " over " +
+                             std::to_string(r.tokens) + " tokens): " +
+                             (std::isfinite(r.nll) ? "its exp overflows a double" : "the model computes NaN/Inf"));
   r.bits_per_byte = r.bytes > 0 ? r.nll / std::log(2.0) / static_cast<double>(r.bytes) : 0;
   return r;
 }

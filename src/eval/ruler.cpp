@@ -69,6 +69,7 @@ RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const 
       }
     }
   }
+  for (int64_t length : result.lengths) eval_context_warn(model, length, "RULER prompts");
   log("built " + std::to_string(built) + " samples");
   // Sample k (cells in task, length order; samples in order within a cell) is generated on rank
   // k % world under torchrun; its ids and timings are gathered, and every rank scores every sample.

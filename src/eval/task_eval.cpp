@@ -72,6 +72,7 @@ TaskResult task_evaluate(const EvalModel& model, const TaskFile& task, const Tas
   const std::vector<std::string> prompts = task_prompts(task, options);
   const int64_t max_length =
       options.max_length > 0 ? options.max_length : model.weights.config.max_position_embeddings;
+  eval_context_warn(model, max_length, "task requests (--max-length)");
 
   TaskResult out;
   out.name = task.name;

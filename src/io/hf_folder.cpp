@@ -1,9 +1,10 @@
-// hf_folder: load and atomically save HuggingFace model folders.
+// hf_folder: load, check and atomically save HuggingFace model folders.
 #include "linear_ard/io/hf_folder.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -12,6 +13,8 @@
 #include "linear_ard/io/file_atomic.h"
 #include "linear_ard/io/hf_config.h"
 #include "linear_ard/io/json_file.h"
+#include "linear_ard/model/llama_weights.h"  // defines: llama_weights_mismatch
+#include "linear_ard/model/memory_fit.h"     // defines: memory_bytes_text, model_config_sizes_text
 
 namespace linear_ard::io {
 
@@ -81,7 +84,55 @@ void folder_swap_in(const fs::path& tmp, const fs::path& dir) {
   fs::remove_all(old);
 }
 
+// The file of `folder`'s weights that holds `tensor` (the index's entry when sharded), or that
+// should: model.safetensors, or the index.
+std::string weights_file_of(const HfFolder& folder, const std::string& tensor) {
+  const fs::path index = fs::path(folder.path) / checkpoint_index_name;
+  if (!fs::exists(index)) return checkpoint_single_name;
+  const nlohmann::json map = json_file_read(index.string()).value("weight_map", nlohmann::json::object());
+  const auto it = map.find(tensor);
+  return it != map.end() && it->is_string() ? it->get<std::string>() : std::string(checkpoint_index_name);
+}
+
+std::string count_text(double n) {
+  char text[32];
+  std::snprintf(text, sizeof text, n < 1e15 ? "%.0f" : "%.3g", n);
+  return text;
+}
+
 }  // namespace
+
+void hf_folder_weights_check(const HfFolder& folder) {
+  const model::ModelConfig& c = folder.model_config;
+  const auto mismatch = model::llama_weights_mismatch(c, folder.weights);
+  double stored = 0;
+  for (const auto& [name, t] : folder.weights) stored += static_cast<double>(t.numel());
+  const double implied = model::model_config_param_count(c);
+  if (!mismatch && implied <= stored) return;
+  // The sizes and both totals go with any disagreement: they say which key is off and by how much.
+  const auto dtype = folder.weights.empty() ? torch::kBFloat16 : folder.weights.begin()->second.scalar_type();
+  const std::string files = fs::exists(fs::path(folder.path) / checkpoint_index_name)
+                                ? std::string(checkpoint_index_name) + " and its shards hold "
+                                : std::string(checkpoint_single_name) + " holds ";
+  hf_folder_fail(folder.path, (mismatch ? weights_file_of(folder, mismatch->tensor) + ": " + mismatch->message + "; " : "") +
+                                  config_name + " (" + model::model_config_sizes_text(c) + ") gives " +
+                                  count_text(implied) + " parameters (" +
+                                  model::memory_bytes_text(implied * static_cast<double>(c10::elementSize(dtype))) +
+                                  " in " + c10::toString(dtype) + "), " + files + count_text(stored));
+}
+
+void hf_folder_tokenizer_check(const HfFolder& folder, const Tokenizer& tokenizer, const std::string& tokenizer_file) {
+  constexpr const char* embedding = "model.embed_tokens.weight";
+  const auto it = folder.weights.find(embedding);
+  const int64_t rows = it != folder.weights.end() ? it->second.size(0) : folder.model_config.vocab_size;
+  if (tokenizer.vocab_size() <= rows) return;
+  hf_folder_fail(folder.path, tokenizer_file + " has " + std::to_string(tokenizer.vocab_size()) +
+                                  " ids (added tokens included) but the embedding " + embedding + " in " +
+                                  weights_file_of(folder, embedding) + " has " + std::to_string(rows) +
+                                  " rows (" + config_name + " vocab_size " +
+                                  std::to_string(folder.model_config.vocab_size) +
+                                  "): the ids from " + std::to_string(rows) + " up have no embedding");
+}
 
 HfFolder hf_folder_load(const std::string& path, bool load_weights) {
   const fs::path dir = folder_normal(path);

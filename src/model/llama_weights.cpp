@@ -1,8 +1,11 @@
 // Shared frozen checkpoint tensors, their validation, and lookups through per-model overrides.
 #include "linear_ard/model/llama_weights.h"
 
+#include <functional>
 #include <stdexcept>
 #include <vector>
+
+#include "linear_ard/model/memory_fit.h"  // defines: memory_fit_check, model_config_sizes_text
 
 namespace linear_ard::model {
 namespace {
@@ -13,15 +16,19 @@ struct ExpectedTensor {
   bool required;
 };
 
-// Every tensor a config implies, with its shape. Optional ones (biases not announced by the
-// config) are still checked for shape when a checkpoint carries them.
-std::vector<ExpectedTensor> llama_expected_tensors(const ModelConfig& c) {
+// Calls `visit` with every tensor a config implies, with its shape, until it returns false.
+// Optional ones (biases not announced by the config) are still checked for shape when a
+// checkpoint carries them. Lazy, so that a config claiming 1e12 layers costs nothing before the
+// first layer the checkpoint lacks.
+void llama_expected_tensors_each(const ModelConfig& c, const std::function<bool(const ExpectedTensor&)>& visit) {
   const int64_t d = model_config_head_dim(c), h = c.hidden_size, f = c.intermediate_size;
   const int64_t q = c.num_attention_heads * d, kv = c.num_key_value_heads * d;
   const bool qkv_bias = model_config_qkv_bias(c);
-  std::vector<ExpectedTensor> out{{"model.embed_tokens.weight", {c.vocab_size, h}, true},
+  std::vector<ExpectedTensor> top{{"model.embed_tokens.weight", {c.vocab_size, h}, true},
                                   {"model.norm.weight", {h}, true}};
-  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, h}, true});
+  if (!c.tie_word_embeddings) top.push_back({"lm_head.weight", {c.vocab_size, h}, true});
+  for (const ExpectedTensor& e : top)
+    if (!visit(e)) return;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     const std::vector<ExpectedTensor> layer{
@@ -42,9 +49,9 @@ std::vector<ExpectedTensor> llama_expected_tensors(const ModelConfig& c) {
         {p + "mlp.up_proj.bias", {f}, c.mlp_bias},
         {p + "mlp.down_proj.bias", {h}, c.mlp_bias},
     };
-    out.insert(out.end(), layer.begin(), layer.end());
+    for (const ExpectedTensor& e : layer)
+      if (!visit(e)) return;
   }
-  return out;
 }
 
 std::string shape_string(c10::IntArrayRef shape) {
@@ -55,39 +62,53 @@ std::string shape_string(c10::IntArrayRef shape) {
 
 }  // namespace
 
+std::optional<WeightsMismatch> llama_weights_mismatch(const ModelConfig& config,
+                                                     const std::map<std::string, torch::Tensor>& tensors) {
+  std::optional<WeightsMismatch> mismatch;
+  llama_expected_tensors_each(config, [&](const ExpectedTensor& e) {
+    const auto it = tensors.find(e.name);
+    if (it == tensors.end()) {
+      if (e.required) mismatch = WeightsMismatch{e.name, "missing tensor " + e.name};
+    } else if (it->second.sizes() != c10::IntArrayRef(e.shape)) {
+      mismatch = WeightsMismatch{e.name, e.name + " has shape " + shape_string(it->second.sizes()) +
+                                             ", config implies " + shape_string(e.shape)};
+    }
+    return !mismatch;
+  });
+  return mismatch;
+}
+
 LlamaWeights llama_weights_from_map(const ModelConfig& config,
                                     std::map<std::string, torch::Tensor> tensors) {
   model_config_validate(config);
   // transformers ties lm_head to the embeddings and ignores a stored copy.
   if (config.tie_word_embeddings) tensors.erase("lm_head.weight");
+  if (const auto mismatch = llama_weights_mismatch(config, tensors))
+    throw std::invalid_argument("checkpoint: " + mismatch->message);
   LlamaWeights weights{config, {}};
-  for (const ExpectedTensor& e : llama_expected_tensors(config)) {
-    auto it = tensors.find(e.name);
-    if (it == tensors.end()) {
-      if (e.required) throw std::invalid_argument("checkpoint: missing tensor " + e.name);
-      continue;
-    }
-    if (it->second.sizes() != c10::IntArrayRef(e.shape))
-      throw std::invalid_argument("checkpoint: " + e.name + " has shape " +
-                                  shape_string(it->second.sizes()) + ", config implies " +
-                                  shape_string(e.shape));
-    weights.tensors.emplace(e.name, it->second.detach().requires_grad_(false));
-  }
+  llama_expected_tensors_each(config, [&](const ExpectedTensor& e) {
+    if (const auto it = tensors.find(e.name); it != tensors.end())
+      weights.tensors.emplace(e.name, it->second.detach().requires_grad_(false));
+    return true;
+  });
   return weights;
 }
 
 LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType dtype,
                                   torch::Device device, uint64_t seed, double std) {
+  model_config_validate(config);
+  memory_fit_check(model_config_param_count(config), dtype, device, "config (" + model_config_sizes_text(config) + ")");
   torch::manual_seed(seed);
   // Drawn in fp32 on `device` itself (a 7B model never passes through host memory), then cast.
   const auto fp32 = torch::TensorOptions(torch::kFloat).device(device);
   std::map<std::string, torch::Tensor> tensors;
-  for (const ExpectedTensor& e : llama_expected_tensors(config)) {
-    if (!e.required) continue;
+  llama_expected_tensors_each(config, [&](const ExpectedTensor& e) {
+    if (!e.required) return true;
     const bool is_norm = e.name.find("norm.weight") != std::string::npos;
     auto t = is_norm ? torch::ones(e.shape, fp32) : torch::randn(e.shape, fp32).mul_(std);
     tensors.emplace(e.name, t.to(dtype));
-  }
+    return true;
+  });
   return llama_weights_from_map(config, std::move(tensors));
 }
 

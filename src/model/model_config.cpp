@@ -61,17 +61,20 @@ int64_t rope_rotary_dim(const ModelConfig& config, const RopeConfig& rope) {
                               rope.partial_rotary_factor.value_or(1.0));
 }
 
-int64_t model_config_param_count(const ModelConfig& c) {
-  const int64_t d = model_config_head_dim(c);
-  const int64_t q = c.num_attention_heads * d, kv = c.num_key_value_heads * d;
-  int64_t attn = c.hidden_size * (q + 2 * kv) + q * c.hidden_size;
+double model_config_param_count(const ModelConfig& c) {
+  // In doubles: a config.json with num_hidden_layers 1e12 must give a number to refuse, not an
+  // int64 overflow.
+  const auto h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double q = static_cast<double>(c.num_attention_heads) * static_cast<double>(model_config_head_dim(c));
+  const double kv = static_cast<double>(c.num_key_value_heads) * static_cast<double>(model_config_head_dim(c));
+  double attn = h * (q + 2 * kv) + q * h;
   if (model_config_qkv_bias(c)) attn += q + 2 * kv;
-  if (c.attention_bias) attn += c.hidden_size;
-  int64_t mlp = 3 * c.hidden_size * c.intermediate_size;
-  if (c.mlp_bias) mlp += 2 * c.intermediate_size + c.hidden_size;
-  const int64_t layer = attn + mlp + 2 * c.hidden_size;
-  const int64_t embed = c.vocab_size * c.hidden_size;
-  return embed + c.num_hidden_layers * layer + c.hidden_size + (c.tie_word_embeddings ? 0 : embed);
+  if (c.attention_bias) attn += h;
+  double mlp = 3 * h * f;
+  if (c.mlp_bias) mlp += 2 * f + h;
+  const double layer = attn + mlp + 2 * h;
+  const double embed = static_cast<double>(c.vocab_size) * h;
+  return embed + static_cast<double>(c.num_hidden_layers) * layer + h + (c.tie_word_embeddings ? 0 : embed);
 }
 
 int64_t model_config_context_length(const ModelConfig& config) {
@@ -116,7 +119,7 @@ void model_config_validate(const ModelConfig& c) {
   }
 }
 
-std::string model_config_describe(const ModelConfig& c) {
+std::string model_config_describe(const ModelConfig& c, std::optional<int64_t> parameters) {
   std::ostringstream out;
   const RopeConfig& r = c.rope;
   // config.json's architectures; without it, the class transformers' AutoModelForCausalLM picks for
@@ -131,10 +134,11 @@ std::string model_config_describe(const ModelConfig& c) {
         << "; config.json names no architectures)\n";
   }
   // In the unit that keeps 3 significant digits: a 50 K-parameter test model is not "0.00 B".
-  const auto params = static_cast<double>(model_config_param_count(c));
+  const double params = parameters ? static_cast<double>(*parameters) : model_config_param_count(c);
   const double unit = params >= 1e9 ? 1e9 : params >= 1e6 ? 1e6 : 1e3;
-  out << "parameters:        " << model_config_param_count(c) << " (" << std::setprecision(3) << params / unit
-      << (unit == 1e9 ? " B" : unit == 1e6 ? " M" : " K") << ")\n";
+  out << "parameters:        " << std::fixed << std::setprecision(0) << params << " (" << std::defaultfloat
+      << std::setprecision(3) << params / unit << (unit == 1e9 ? " B" : unit == 1e6 ? " M" : " K")
+      << (parameters ? "; in the weights' headers" : "") << ")\n";
   out << "layers:            " << c.num_hidden_layers << ", hidden " << c.hidden_size
       << ", intermediate " << c.intermediate_size << ", vocab " << c.vocab_size << "\n";
   out << "attention:         " << c.num_attention_heads << " heads, " << c.num_key_value_heads

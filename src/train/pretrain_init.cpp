@@ -56,8 +56,13 @@ io::HfFolder pretrain_folder_init(const PretrainConfig& p, const io::Tokenizer& 
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(key + ": " + e.what());
   }
-  model::LlamaWeights w = model::llama_weights_random(folder.model_config, bf16 ? torch::kBFloat16 : torch::kFloat,
-                                                      torch::kCPU, seed, p.init_std);
+  model::LlamaWeights w;
+  try {  // refuses a shape whose parameters cannot fit in memory, before drawing any
+    w = model::llama_weights_random(folder.model_config, bf16 ? torch::kBFloat16 : torch::kFloat, torch::kCPU, seed,
+                                    p.init_std);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(key + ": " + e.what());
+  }
   // HF zero-initialises biases; llama_weights_random draws them like matrices.
   for (auto& [name, t] : w.tensors)
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) t.zero_();

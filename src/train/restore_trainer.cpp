@@ -9,8 +9,8 @@
 #include <stdexcept>
 
 #include "linear_ard/io/hf_config.h"              // defines: hf_config_from_json
-#include "linear_ard/io/hf_folder.h"              // defines: hf_folder_load
-#include "linear_ard/io/tokenizer.h"              // defines: tokenizer_load
+#include "linear_ard/io/hf_folder.h"              // defines: hf_folder_load, hf_folder_*_check
+#include "linear_ard/io/tokenizer.h"              // defines: tokenizer_load, tokenizer_file
 #include "linear_ard/train/metrics_log.h"         // defines: progress_break
 #include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
@@ -68,10 +68,12 @@ RunPlan restore_plan(const RestoreConfig& config) {
   if (!fs::is_directory(c.teacher))
     throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " does not exist");
   plan.teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
+  io::hf_folder_weights_check(plan.teacher);
   teacher_native_check(plan.teacher);
   plan.student_config = student_config_make(plan.teacher, c.student_rope);
   plan.mix = {c.pretrain.passkey_fraction, c.seed, c.pretrain.answer_weight, {}};
   plan.tokenizer = io::tokenizer_load(c.teacher);
+  io::hf_folder_tokenizer_check(plan.teacher, *plan.tokenizer, io::tokenizer_file(c.teacher));
   run_plan_finish(plan);
   return plan;
 }

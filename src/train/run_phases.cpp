@@ -13,6 +13,7 @@
 #include "linear_ard/io/file_atomic.h"       // defines: file_write_atomic
 #include "linear_ard/io/json_file.h"         // defines: json_file_write
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
+#include "linear_ard/model/weights_place.h"  // defines: weights_place
 #include "linear_ard/train/lr_schedule.h"    // defines: lr_schedule_at
 #include "output_folder.h"                   // defines: OutputLock, output_prepare, output_stale_remove
 
@@ -60,14 +61,11 @@ void lengths_check(RunPlan& plan) {
   }
 }
 
-// The tokenizer against the model's vocabulary, then the blocks of each stage. Stage 2 holds out as
+// The blocks of each stage (the tokenizer was checked against the model's vocabulary on loading). Stage 2 holds out as
 // many of its blocks as cover the held-out evaluation block.
 void data_open(RunPlan& plan) {
   const RestoreConfig& c = plan.config;
   const int64_t vocab_size = plan.teacher.model_config.vocab_size;
-  if (plan.tokenizer->vocab_size() > vocab_size)
-    throw std::invalid_argument("teacher " + c.teacher + ": tokenizer has " + std::to_string(plan.tokenizer->vocab_size()) +
-                                " ids but the model's vocab_size is " + std::to_string(vocab_size));
   plan.blocks1.emplace(c.data, *plan.tokenizer, c.ctx_len, /*held_out=*/1, vocab_size);
   if (c.stage2.steps > 0)
     plan.blocks2.emplace(c.data, *plan.tokenizer, c.stage2.ctx_len, (c.ctx_len + c.stage2.ctx_len - 1) / c.stage2.ctx_len,
@@ -106,24 +104,11 @@ void warnings_print(const RunPlan& plan) {
 }
 
 // The shared frozen weights on the device in the model dtype (plan.teacher.weights keeps the
-// checkpoint's dtype for saving), each checked finite: a NaN/Inf weight would train into NaN or
-// be written into the model unnoticed.
+// checkpoint's dtype for saving), checked to fit and finite: a NaN/Inf weight would train into NaN
+// or be written into the model unnoticed.
 void weights_place(RunPlan& plan) {
-  std::string broken;
-  for (const auto& [name, t] : plan.teacher.weights) {
-    torch::Tensor placed = t.to(plan.device, plan.dtype);
-    const int64_t bad = placed.numel() - placed.isfinite().sum().item<int64_t>();
-    if (bad > 0) {
-      const bool overflow = t.isfinite().all().item<bool>();
-      broken += (broken.empty() ? "" : ", ") + name + " (" +
-                (overflow ? "overflows " + std::string(enum_name(plan.config.dtype))
-                          : std::to_string(bad) + " NaN/Inf of " + std::to_string(t.numel())) + ")";
-    }
-    plan.model_tensors[name] = std::move(placed);
-  }
-  if (!broken.empty())
-    throw std::invalid_argument((plan.teacher.path.empty() ? std::string("the initial model") : "teacher " + plan.teacher.path) +
-                                " has non-finite weights: " + broken + "; refusing to train on them");
+  const std::string owner = plan.teacher.path.empty() ? std::string("the initial model") : "teacher " + plan.teacher.path;
+  plan.model_tensors = model::weights_place(plan.teacher.weights, plan.device, plan.dtype, owner, "train on");
 }
 
 // The output folder locked by rank 0 (created when missing); every rank learns whether it was.

@@ -35,10 +35,18 @@ struct EvalModel {
 
 // Loads `path` (config, weights, tokenizer). device: cpu, cuda or auto (cuda when available);
 // dtype: fp32, bf16 or auto (bf16 on cuda, fp32 on cpu). Throws std::invalid_argument for a bad
-// device/dtype name or a cuda request without a CUDA device. Under torchrun the process joins its
-// process group here (train::distributed_process) and loads onto its own GPU (LOCAL_RANK).
+// device/dtype name or a cuda request without a CUDA device, and an error naming the file, key or
+// tensor for weights that disagree with config.json (io::hf_folder_weights_check), a tokenizer
+// larger than the embedding, weights that do not fit the device's free memory or hold NaN/Inf
+// (model::weights_place). Under torchrun the process joins its process group here
+// (train::distributed_process) and loads onto its own GPU (LOCAL_RANK).
 EvalModel eval_model_load(const std::string& path, const std::string& device = "auto",
                           const std::string& dtype = "auto");
+
+// A `linear-ard: warning:` on stderr (rank 0 only) when `what` (e.g. "perplexity windows") of
+// `length` tokens go beyond the context the model's RoPE was trained or scaled for
+// (model_config_context_length): legal, but the scores measure untrained positions.
+void eval_context_warn(const EvalModel& model, int64_t length, const std::string& what);
 
 // One batched forward of ids [B, n] (int64, right-padded rows are fine: causal attention keeps
 // padding out of earlier positions). Returns, for t < n - 1, log p(ids[b, t+1] | ids[b, :t+1]) in

@@ -1,5 +1,6 @@
 // hf_folder: a HuggingFace model folder (config, generation config, tokenizer files, weights)
-// loaded as one value and saved atomically in the layout transformers writes.
+// loaded as one value, its weights and tokenizer checked against its config.json, and saved
+// atomically in the layout transformers writes.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "linear_ard/io/checkpoint.h"
 #include "linear_ard/io/safetensors.h"
+#include "linear_ard/io/tokenizer.h"
 #include "linear_ard/model/model_config.h"
 
 namespace linear_ard::io {
@@ -33,6 +35,16 @@ struct HfFolder {
 // generation_config.json and tokenizer files (optional), and the weights
 // (checkpoint_load_weights) when `load_weights`. Throws naming the file at fault.
 HfFolder hf_folder_load(const std::string& path, bool load_weights = true);
+
+// The loaded weights of `folder` against its config.json, before anything proportional to the
+// config is built: the parameters config.json implies (in doubles, so num_hidden_layers 1e12 is a
+// number) against the weights' headers' total, then every tensor it implies (name, shape).
+// Throws std::runtime_error naming the folder, config.json's sizes or the tensor, and the file.
+void hf_folder_weights_check(const HfFolder& folder);
+
+// A tokenizer loaded with `folder`'s model: its ids (added tokens included) must index the
+// embedding. Throws std::runtime_error naming both numbers and both files.
+void hf_folder_tokenizer_check(const HfFolder& folder, const Tokenizer& tokenizer, const std::string& tokenizer_file);
 
 struct HfFolderSaveOptions {
   int64_t max_shard_bytes = checkpoint_default_shard_bytes;

@@ -40,5 +40,7 @@ class Tokenizer {
 // tokenizer.model (SentencePieceTokenizer); tokenizer_config.json is read when present. Throws
 // std::runtime_error naming the file and the problem.
 std::unique_ptr<Tokenizer> tokenizer_load(const std::string& folder);
+// The path of the file tokenizer_load reads in `folder`; throws as it does when there is none.
+std::string tokenizer_file(const std::string& folder);
 
 }  // namespace linear_ard::io

@@ -19,13 +19,24 @@ struct LlamaWeights {
   std::map<std::string, torch::Tensor> tensors;
 };
 
+// The first tensor the config implies that `tensors` lacks (a required one) or holds in another
+// shape, or nullopt. Enumerates lazily: a config claiming 1e12 layers stops at the first layer the
+// checkpoint lacks.
+struct WeightsMismatch {
+  std::string tensor;
+  std::string message;  // "missing tensor <name>" or "<name> has shape [..], config implies [..]"
+};
+std::optional<WeightsMismatch> llama_weights_mismatch(const ModelConfig& config,
+                                                     const std::map<std::string, torch::Tensor>& tensors);
+
 // Checks that every tensor the config implies is present with its shape, detaches and freezes them,
 // and drops an lm_head.weight that tie_word_embeddings makes redundant. Throws naming the tensor.
 LlamaWeights llama_weights_from_map(const ModelConfig& config,
                                     std::map<std::string, torch::Tensor> tensors);
 
 // Random weights for a config (normal(0, std), norms at 1) drawn on `device` from torch's
-// generator of that device, seeded with `seed`: tests and benchmarks.
+// generator of that device, seeded with `seed`: pretraining, tests and benchmarks. Refuses a config
+// whose parameters do not fit the device's free memory (memory_fit_check) before drawing any.
 LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType dtype,
                                   torch::Device device, uint64_t seed, double std = 0.02);
 

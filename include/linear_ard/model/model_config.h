@@ -80,13 +80,15 @@ std::optional<int64_t> model_config_layer_window(const ModelConfig& config, int6
 int64_t rope_original_max_positions(const ModelConfig& config, const RopeConfig& rope);
 // Number of rotated dimensions per head: int(head_dim * partial_rotary_factor).
 int64_t rope_rotary_dim(const ModelConfig& config, const RopeConfig& rope);
-// Parameters of the checkpoint (embeddings, layers, final norm, untied LM head).
-int64_t model_config_param_count(const ModelConfig& config);
+// Parameters of the checkpoint (embeddings, layers, final norm, untied LM head); a double, exact
+// below 2^53, so that absurd sizes give a number to refuse rather than an overflow.
+double model_config_param_count(const ModelConfig& config);
 // Context length the RoPE configuration targets: max_position_embeddings, and for scaled RoPE
 // original_max_position_embeddings x factor when that is larger.
 int64_t model_config_context_length(const ModelConfig& config);
-// Multi-line human summary for `linear-ard inspect`.
-std::string model_config_describe(const ModelConfig& config);
+// Multi-line human summary for `linear-ard inspect`; `parameters`, the weights' own count when they
+// were read, replaces the count config.json implies.
+std::string model_config_describe(const ModelConfig& config, std::optional<int64_t> parameters = std::nullopt);
 // Throws std::invalid_argument on inconsistent sizes (heads not dividing, etc.).
 void model_config_validate(const ModelConfig& config);
 

@@ -8,18 +8,20 @@
 
 namespace linear_ard::io {
 
-std::unique_ptr<Tokenizer> tokenizer_load(const std::string& folder) {
+std::string tokenizer_file(const std::string& folder) {
   const std::filesystem::path dir(folder);
-  const auto config = dir / "tokenizer_config.json";
-  const std::string config_path = std::filesystem::exists(config) ? config.string() : "";
   // tokenizer.json is what transformers' fast tokenizers (the default) read when both exist.
-  if (std::filesystem::exists(dir / "tokenizer.json")) {
-    return std::make_unique<BpeTokenizer>((dir / "tokenizer.json").string(), config_path);
-  }
-  if (std::filesystem::exists(dir / "tokenizer.model")) {
-    return std::make_unique<SentencePieceTokenizer>((dir / "tokenizer.model").string(), config_path);
-  }
+  for (const char* name : {"tokenizer.json", "tokenizer.model"})
+    if (std::filesystem::exists(dir / name)) return (dir / name).string();
   throw std::runtime_error(folder + ": neither tokenizer.json nor tokenizer.model found");
+}
+
+std::unique_ptr<Tokenizer> tokenizer_load(const std::string& folder) {
+  const auto config = std::filesystem::path(folder) / "tokenizer_config.json";
+  const std::string config_path = std::filesystem::exists(config) ? config.string() : "";
+  const std::string file = tokenizer_file(folder);
+  if (std::filesystem::path(file).filename() == "tokenizer.json") return std::make_unique<BpeTokenizer>(file, config_path);
+  return std::make_unique<SentencePieceTokenizer>(file, config_path);
 }
 
 }  // namespace linear_ard::io

@@ -1,0 +1,96 @@
+// The checks made before a model's weights are used: parameter counts that cannot overflow, the
+// lazy config-vs-weights comparison, the memory fit and the finite check of placed weights.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "linear_ard/model/llama_weights.h"
+#include "linear_ard/model/memory_fit.h"
+#include "linear_ard/model/weights_place.h"
+
+namespace {
+
+using namespace linear_ard::model;
+
+ModelConfig tiny_config() {
+  ModelConfig c;
+  c.vocab_size = 97;
+  c.hidden_size = 48;
+  c.intermediate_size = 80;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  return c;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(WeightsChecks, ParameterCountOfAbsurdSizesIsANumber) {
+  ModelConfig c = tiny_config();
+  const double two_layers = model_config_param_count(c);
+  c.num_hidden_layers = 1'000'000'000'000;
+  // Two untied embeddings, the final norm and per-layer parameters: linear in the layers, no overflow.
+  const double layer = (two_layers - 2 * 97 * 48 - 48) / 2;
+  const double expected = 2 * 97 * 48 + 48 + 1e12 * layer;
+  EXPECT_NEAR(model_config_param_count(c), expected, expected * 1e-12);
+  c.hidden_size = c.intermediate_size = int64_t{1} << 40;
+  EXPECT_GT(model_config_param_count(c), 1e30);  // past int64, still ordered
+}
+
+TEST(WeightsChecks, MismatchIsFoundWithoutEnumeratingAClaimedTrillionLayers) {
+  const LlamaWeights w = llama_weights_random(tiny_config(), torch::kFloat, torch::kCPU, 0);
+  std::map<std::string, torch::Tensor> tensors = w.tensors;
+  EXPECT_FALSE(llama_weights_mismatch(w.config, tensors));
+  ModelConfig huge = w.config;
+  huge.num_hidden_layers = 1'000'000'000'000;
+  const auto start = std::chrono::steady_clock::now();
+  const auto missing = llama_weights_mismatch(huge, tensors);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->tensor, "model.layers.2.input_layernorm.weight");
+  EXPECT_EQ(missing->message, "missing tensor model.layers.2.input_layernorm.weight");
+  tensors["model.layers.1.mlp.up_proj.weight"] = torch::zeros({80, 47});
+  const auto shape = llama_weights_mismatch(w.config, tensors);
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(shape->message, "model.layers.1.mlp.up_proj.weight has shape [80, 47], config implies [80, 48]");
+  EXPECT_NE(error_of([&] { llama_weights_from_map(w.config, tensors); }).find("checkpoint: " + shape->message),
+            std::string::npos);
+}
+
+TEST(WeightsChecks, MemoryFitNamesTheNumbers) {
+  EXPECT_GT(memory_available(torch::kCPU), 0);
+  EXPECT_NO_THROW(memory_fit_check(1000, torch::kBFloat16, torch::kCPU, "tiny"));
+  const std::string e = error_of([] { memory_fit_check(3.2e15, torch::kBFloat16, torch::kCPU, "config.json: x=1"); });
+  EXPECT_NE(e.find("config.json: x=1 gives 3.2e+15 parameters (5.68 PiB in BFloat16), more than the "), std::string::npos) << e;
+  EXPECT_NE(e.find("of memory available on cpu"), std::string::npos) << e;
+  EXPECT_EQ(memory_bytes_text(512), "512 bytes");
+  EXPECT_EQ(memory_bytes_text(1.5 * 1024 * 1024 * 1024), "1.5 GiB");
+  // A random init of an absurd shape is refused before a single tensor is drawn.
+  ModelConfig huge = tiny_config();
+  huge.num_hidden_layers = 1'000'000'000'000;
+  EXPECT_NE(error_of([&] { llama_weights_random(huge, torch::kFloat, torch::kCPU, 0); })
+                .find("num_hidden_layers=1000000000000"),
+            std::string::npos);
+}
+
+TEST(WeightsChecks, PlaceListsEveryNonFiniteTensorWithItsCounts) {
+  std::map<std::string, torch::Tensor> tensors{{"a", torch::ones({4, 4})}, {"b", torch::ones({8})},
+                                               {"c", torch::ones({3})}, {"d", torch::ones({2})}};
+  EXPECT_EQ(weights_place(tensors, torch::kCPU, torch::kBFloat16, "m", "use").at("a").scalar_type(), torch::kBFloat16);
+  tensors["a"][1][2] = std::nan("");
+  tensors["a"][3][3] = -INFINITY;
+  tensors["b"][0] = INFINITY;
+  tensors["c"][0] = 1e5;  // finite in fp32, beyond fp16's 65504
+  const std::string e = error_of([&] { weights_place(tensors, torch::kCPU, torch::kHalf, "model x", "evaluate"); });
+  EXPECT_EQ(e, "model x has non-finite weights: a (1 NaN, 1 Inf of 16 values), b (0 NaN, 1 Inf of 8 values), "
+               "c (finite as stored, 1 value overflows fp16); refusing to evaluate them");
+}
+
+}  // namespace
