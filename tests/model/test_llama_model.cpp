@@ -4,23 +4,11 @@
 
 #include "linear_ard/model/generate.h"
 #include "linear_ard/model/llama_model.h"
+#include "tiny_config.h"  // defines: tiny_config
 
 namespace {
 
 using namespace linear_ard::model;
-
-ModelConfig tiny_config() {
-  ModelConfig c;
-  c.vocab_size = 97;
-  c.hidden_size = 48;
-  c.intermediate_size = 80;
-  c.num_hidden_layers = 3;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.max_position_embeddings = 32;
-  c.rope.theta = 10000.0;
-  return c;
-}
 
 double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).norm() / b.norm()).item<double>();

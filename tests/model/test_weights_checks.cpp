@@ -7,21 +7,11 @@
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/memory_fit.h"
 #include "linear_ard/model/weights_place.h"
+#include "tiny_config.h"  // defines: tiny_config
 
 namespace {
 
 using namespace linear_ard::model;
-
-ModelConfig tiny_config() {
-  ModelConfig c;
-  c.vocab_size = 97;
-  c.hidden_size = 48;
-  c.intermediate_size = 80;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  return c;
-}
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -34,10 +24,10 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(WeightsChecks, ParameterCountOfAbsurdSizesIsANumber) {
   ModelConfig c = tiny_config();
-  const double two_layers = model_config_param_count(c);
+  const double three_layers = model_config_param_count(c);
   c.num_hidden_layers = 1'000'000'000'000;
   // Two untied embeddings, the final norm and per-layer parameters: linear in the layers, no overflow.
-  const double layer = (two_layers - 2 * 97 * 48 - 48) / 2;
+  const double layer = (three_layers - 2 * 97 * 48 - 48) / 3;
   const double expected = 2 * 97 * 48 + 48 + 1e12 * layer;
   EXPECT_NEAR(model_config_param_count(c), expected, expected * 1e-12);
   c.hidden_size = c.intermediate_size = int64_t{1} << 40;
@@ -54,8 +44,8 @@ TEST(WeightsChecks, MismatchIsFoundWithoutEnumeratingAClaimedTrillionLayers) {
   const auto missing = llama_weights_mismatch(huge, tensors);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
   ASSERT_TRUE(missing);
-  EXPECT_EQ(missing->tensor, "model.layers.2.input_layernorm.weight");
-  EXPECT_EQ(missing->message, "missing tensor model.layers.2.input_layernorm.weight");
+  EXPECT_EQ(missing->tensor, "model.layers.3.input_layernorm.weight");
+  EXPECT_EQ(missing->message, "missing tensor model.layers.3.input_layernorm.weight");
   tensors["model.layers.1.mlp.up_proj.weight"] = torch::zeros({80, 47});
   const auto shape = llama_weights_mismatch(w.config, tensors);
   ASSERT_TRUE(shape);

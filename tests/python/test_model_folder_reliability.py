@@ -17,27 +17,20 @@ import json
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-import torch
 from safetensors.torch import load_file, save_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_restore import binary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "models" / "demo"
 WEIGHTS = "model.safetensors"
 UP = "model.layers.0.mlp.up_proj.weight"
 DOWN = "model.layers.3.mlp.down_proj.weight"
-
-
-def binary():
-    import os
-    build = os.environ.get("LINEAR_ARD_BUILD_DIR")
-    if not build:
-        pytest.skip("LINEAR_ARD_BUILD_DIR is not set (scripts/test.sh sets it to the build folder)")
-    path = Path(build) / "src" / "cli" / "linear-ard"
-    assert path.is_file(), f"{path} is missing: build the linear_ard_cli target"
-    return path
 
 
 def run(*args):
