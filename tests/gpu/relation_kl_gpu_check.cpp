@@ -4,8 +4,7 @@
 // rows that see a single key. Needs a GPU.
 //   relation_kl_gpu_check            all cases
 //   relation_kl_gpu_check --quick    a few small cases (for compute-sanitizer)
-//   relation_kl_gpu_check --tc-only  skip the SIMT path (checking a tensor-core kernel variant,
-//                                    LINEAR_ARD_CUDA_{FWD,BWD}_VARIANT; may follow --quick)
+//   relation_kl_gpu_check --tc-only  skip the SIMT path (may follow --quick)
 // Exits non-zero on any failure; prints one line per case and the worst errors last.
 #include <cuda_runtime.h>
 
@@ -23,6 +22,7 @@
 #include "linear_ard/core/relation_kl.h"            // defines: relation_kl_{forward,backward}_cuda
 #include "linear_ard/core/relation_kl_problem.h"    // defines: RelationKLProblem, RelationKLProblemSpec
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
+#include "relation_kl_cuda_kernels.h"                // defines: relation_kl_*_cuda_kernels
 
 using namespace linear_ard;
 
@@ -93,17 +93,16 @@ struct DeviceProblem {
       dy = copy(nullptr, size_t(s.batch) * s.heads_y_student * s.seq_len * s.dim_student * 4);
       p.dy = static_cast<float*>(dy->ptr);
     }
-    p.workspace = nullptr;
     p.stream = nullptr;
   }
   ~DeviceProblem() {
     for (auto* b : owned) delete b;
   }
-  void run() {
+  void run(RelationKLCudaKernels kernels = RelationKLCudaKernels::kDefault) {
     kl->poison(), lse_s->poison(), lse_t->poison(), dx->poison();
     if (dy) dy->poison();
-    relation_kl_forward_cuda(p);
-    relation_kl_backward_cuda(p);
+    relation_kl_forward_cuda_kernels(p, kernels);
+    relation_kl_backward_cuda_kernels(p, kernels);
     check_cuda(cudaDeviceSynchronize(), "kernels");
   }
 };
@@ -336,9 +335,10 @@ std::vector<NonFiniteCase> nonfinite_cases() {
 }
 
 // One non-finite case on one path: NaN exactly where the rule says, the finite rest as the reference.
-bool check_nonfinite_case(const NonFiniteCase& c, RelationKLProblem& prob, std::string& report) {
+bool check_nonfinite_case(const NonFiniteCase& c, RelationKLProblem& prob, RelationKLCudaKernels kernels,
+                          std::string& report) {
   DeviceProblem dev(prob);
-  dev.run();
+  dev.run(kernels);
   const auto kl = dev.kl->to_host(), lse_s = dev.lse_s->to_host(), lse_t = dev.lse_t->to_host();
   const auto dx = dev.dx->to_host();
   const int64_t d = prob.spec().dim_student;
@@ -407,6 +407,11 @@ bool check_nonfinite_case(const NonFiniteCase& c, RelationKLProblem& prob, std::
 // SIMT path's are; the tensor-core paths leave rounding, reported as "open"). With the
 // upstream gradient 1 on those rows and 0 elsewhere, dX and dY must be exactly zero.
 
+// "tc": the device's default kernels; "simt": the SIMT kernels.
+RelationKLCudaKernels kernels_of(const char* path) {
+  return std::strcmp(path, "simt") == 0 ? RelationKLCudaKernels::kSimt : RelationKLCudaKernels::kDefault;
+}
+
 // Whether row i of batch item b sees exactly one key (host-side, from the mask).
 bool sees_one_key(const RelationKLParams& p, int64_t b, int64_t i) {
   int64_t count = 0;
@@ -469,9 +474,8 @@ int check_single_key_rows(bool tc_only) {
           }
       for (const char* path : {"tc", "simt"}) {
         if ((dt == DType::kF32 && std::strcmp(path, "tc") == 0) || (tc_only && std::strcmp(path, "simt") == 0)) continue;
-        setenv("LINEAR_ARD_CUDA_PATH", path, 1);
         DeviceProblem dev(prob);
-        dev.run();
+        dev.run(kernels_of(path));
         double worst = 0;
         for (float v : dev.dx->to_host()) worst = std::max(worst, double(std::fabs(v)));
         if (dev.dy)
@@ -486,7 +490,6 @@ int check_single_key_rows(bool tc_only) {
       }
     }
   }
-  unsetenv("LINEAR_ARD_CUDA_PATH");
   return failures;
 }
 
@@ -501,15 +504,13 @@ int check_nonfinite(bool tc_only) {
       c.plant(prob);
       for (const char* path : {"tc", "simt"}) {
         if ((dt == DType::kF32 && std::strcmp(path, "tc") == 0) || (tc_only && std::strcmp(path, "simt") == 0)) continue;
-        setenv("LINEAR_ARD_CUDA_PATH", path, 1);
         std::string report;
-        const bool ok = check_nonfinite_case(c, prob, report);
+        const bool ok = check_nonfinite_case(c, prob, kernels_of(path), report);
         failures += !ok;
         std::printf("%-4s %-5s %-8s %-46s %s\n", ok ? "ok" : "FAIL", path, dtype_name(dt), c.name, report.c_str());
       }
     }
   }
-  unsetenv("LINEAR_ARD_CUDA_PATH");
   return failures;
 }
 
@@ -521,10 +522,7 @@ int main(int argc, char** argv) {
     quick = quick || std::strcmp(argv[i], "--quick") == 0;
     tc_only = tc_only || std::strcmp(argv[i], "--tc-only") == 0;
   }
-  const char* fwd_variant = std::getenv("LINEAR_ARD_CUDA_FWD_VARIANT");
-  const char* bwd_variant = std::getenv("LINEAR_ARD_CUDA_BWD_VARIANT");
-  std::printf("kernel variants: fwd %s, bwd %s%s\n", fwd_variant ? fwd_variant : "default",
-              bwd_variant ? bwd_variant : "default", tc_only ? " (tensor-core path only)" : "");
+  std::printf("kernels: the device's default%s\n", tc_only ? " (tensor-core path only)" : "");
   int failures = 0;
   double worst[5] = {0, 0, 0, 0, 0};
   for (const Case& c : make_cases(quick)) {
@@ -536,9 +534,8 @@ int main(int argc, char** argv) {
       if (fp32 && std::strcmp(path, "tc") == 0) continue;  // fp32 always takes the SIMT path
       if (tc_only && std::strcmp(path, "simt") == 0) continue;
       if (std::strcmp(path, "simt") == 0 && c.spec.seq_len > 400) continue;  // slow and covered
-      setenv("LINEAR_ARD_CUDA_PATH", path, 1);
       DeviceProblem dev(prob);
-      dev.run();
+      dev.run(kernels_of(path));
       const double e_kl = kl_err(dev.kl->to_host(), ref);
       const double e_lse = std::max(rel_l2(dev.lse_s->to_host(), ref.lse_student),
                                     rel_l2(dev.lse_t->to_host(), ref.lse_teacher));
@@ -556,7 +553,6 @@ int main(int argc, char** argv) {
                   e_kl, e_lse, e_dx, e_dy);
     }
   }
-  unsetenv("LINEAR_ARD_CUDA_PATH");
   const int nonfinite_failures = check_nonfinite(tc_only);
   const int single_failures = check_single_key_rows(tc_only);
   failures += nonfinite_failures + single_failures;
