@@ -3,9 +3,10 @@
 # nvcc -Xptxas -v (the library's flags: -O3 -std=c++17 -lineinfo), plus each object's PTX for
 # diffing two trees. Runs on any machine with nvcc; no GPU.
 #   dev/cuda/ptxas_report.sh OUT_DIR [SOURCE_ROOT]
-# Writes OUT_DIR/ptxas.tsv (kernel, arch, registers, spill stores, spill loads, stack, static smem)
-# and OUT_DIR/<object>.<arch>.ptx (PTX without line information, for diffing); prints the table.
-# Dynamic shared memory is the tile structs' kSmemBytes (docs/kernel.md), which ptxas does not see.
+# Writes OUT_DIR/ptxas.tsv (kernel, arch, registers, spill stores, spill loads, stack, static smem),
+# OUT_DIR/<object>.<arch>.ptx (PTX without line information, for diffing) and
+# OUT_DIR/dynamic_smem.txt (the tile structs' kSmemBytes, which ptxas does not see: a host program
+# prints them); prints the tables.
 set -euo pipefail
 out="${1:?usage: dev/cuda/ptxas_report.sh OUT_DIR [SOURCE_ROOT]}"
 root="${2:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -53,3 +54,22 @@ with open(f"{out}/ptxas.tsv", "w") as f:
 PY
 printf '%-110s %-7s %5s %7s %7s %6s %6s\n' kernel arch regs spill_st spill_ld stack smem
 awk -F'\t' '{ printf "%-110s %-7s %5s %7s %7s %6s %6s\n", $1, $2, $3, $4, $5, $6, $7 }' "$out/ptxas.tsv"
+cat >"$out/dynamic_smem.cu" <<'CU'
+#include <cstdio>
+#include "relation_kl_bwd.cuh"
+#include "relation_kl_bwd_wgmma.cuh"
+#include "relation_kl_fwd.cuh"
+using namespace linear_ard::cuda;
+int main() {
+  std::printf("dynamic shared memory, bytes, D = 64 / 96 / 128 / 256\n");
+  std::printf("forward (mma.sync)   %zu %zu %zu %zu\n", FwdTile<64>::kSmemBytes, FwdTile<96>::kSmemBytes,
+              FwdTile<128>::kSmemBytes, FwdTile<256>::kSmemBytes);
+  std::printf("backward (mma.sync)  %zu %zu %zu %zu\n", BwdTile<64>::kSmemBytes, BwdTile<96>::kSmemBytes,
+              BwdTile<128>::kSmemBytes, BwdTile<256>::kSmemBytes);
+  std::printf("backward (wgmma)     %zu %zu %zu -\n", BwdWgmmaTile<64>::kSmemBytes, BwdWgmmaTile<96>::kSmemBytes,
+              BwdWgmmaTile<128>::kSmemBytes);
+}
+CU
+nvcc -std=c++17 -arch=sm_90 -I"$root/include" -I"$src" -o "$out/dynamic_smem" "$out/dynamic_smem.cu"
+"$out/dynamic_smem" | tee "$out/dynamic_smem.txt"
+rm -f "$out/dynamic_smem" "$out/dynamic_smem.cu"
