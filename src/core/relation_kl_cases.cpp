@@ -33,7 +33,7 @@ void fill_teacher_x(RelationKLProblem& p, double value) {
 
 std::string relation_kl_describe(const RelationKLProblemSpec& s) {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s B%lld H%d/%d/%d n%lld d%d/%d %s%s%s mask%d%s std%.0f%s seed%llu",
+  std::snprintf(buf, sizeof(buf), "%s B%lld H%d/%d/%d n%lld d%d/%d %s%s%smask%d%s std%.0f%s seed%llu",
                 dtype_name(s.dtype), (long long)s.batch, s.heads, s.heads_y_student, s.heads_y_teacher,
                 (long long)s.seq_len, s.dim_student, s.dim_teacher, s.causal ? "causal " : "",
                 s.self_relation ? "self " : "xy ", s.strided ? "strided " : "", int(s.mask),
