@@ -61,6 +61,11 @@ if [[ "${1:-}" == "--restore-bench" ]]; then
   exit $status
 fi
 if [[ "${1:-}" == "--dev" ]]; then
+  if [[ ! -x "$build/dev/cuda/relation_kl" ]]; then
+    echo "gpu_check --dev: no $build/dev/cuda/relation_kl (configure with -DLINEAR_ARD_BUILD_DEV=ON, build" \
+      "relation_kl_dev and pack it with scripts/prebuilt_pack.sh)"
+    exit 1
+  fi
   for pass in forward backward; do
     "$build/dev/cuda/relation_kl" "$pass" 2>&1 | tee "$out/dev_$pass.log" | grep -v "^ok"
     step "dev/cuda $pass versions" "${PIPESTATUS[0]}"
