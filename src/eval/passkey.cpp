@@ -8,7 +8,7 @@
 #include "linear_ard/eval/progress.h"   // defines: EvalProgress
 #include "linear_ard/eval/score.h"       // defines: mean_of
 #include "linear_ard/model/generate.h"   // defines: model_generate_greedy
-#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
+#include "linear_ard/dist/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 
@@ -104,7 +104,7 @@ PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& opt
                                               options.seed + static_cast<uint64_t>(prompts.size())));
   const auto count = static_cast<int64_t>(prompts.size());
   std::vector<Generated> generated(prompts.size());
-  const train::Distributed* dist = model.distributed;
+  const dist::Distributed* dist = model.distributed;
   int64_t owned = 0;
   for (int64_t k = 0; k < count; ++k) owned += !dist || dist->item_owned(k) ? 1 : 0;
   EvalProgress progress("passkey", owned, options.progress);

@@ -12,7 +12,7 @@
 #include "linear_ard/eval/report.h"     // defines: markdown_table, number_text
 #include "linear_ard/eval/score.h"      // defines: string_match_all, string_match_part, mean_of
 #include "linear_ard/model/generate.h"  // defines: model_generate_greedy
-#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
+#include "linear_ard/dist/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 
@@ -82,7 +82,7 @@ RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const 
     for (size_t i = 0; i < result.cells[c].samples.size(); ++i) items.emplace_back(c, i);
     width = std::max<int64_t>(width, 5 + ruler_task_find(result.cells[c].task).max_new_tokens);
   }
-  const train::Distributed* dist = model.distributed;
+  const dist::Distributed* dist = model.distributed;
   const auto count = static_cast<int64_t>(items.size());
   const auto start = std::chrono::steady_clock::now();
   size_t done = 0;

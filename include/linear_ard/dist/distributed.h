@@ -16,7 +16,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 
 class Distributed {
  public:
@@ -87,4 +87,4 @@ const Distributed* distributed_process(const torch::Device& device);
 // What distributed_process joined, or null (nothing joined, or one process).
 const Distributed* distributed_joined();
 
-}  // namespace linear_ard::train
+}  // namespace linear_ard::dist

@@ -1,6 +1,6 @@
 // distributed: env:// rendezvous on a c10d TCPStore, a gloo or NCCL backend, and the few
 // collectives the trainer and the evaluators use.
-#include "linear_ard/train/distributed.h"
+#include "linear_ard/dist/distributed.h"
 
 #include <atomic>
 #include <cstdio>
@@ -19,7 +19,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 
 // What a collective wait is, and until when it may last (0: no wait in progress).
 struct Distributed::WaitGuard {
@@ -290,4 +290,4 @@ const Distributed* distributed_process(const torch::Device& device) {
 
 const Distributed* distributed_joined() { return process_rank; }
 
-}  // namespace linear_ard::train
+}  // namespace linear_ard::dist
