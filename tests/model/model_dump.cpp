@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "linear_ard/io/checkpoint.h"     // checkpoint_load_weights
+#include "linear_ard/io/hf_weights.h"     // hf_weights_load
 #include "linear_ard/io/hf_config.h"      // hf_config_from_json
 #include "linear_ard/io/json_file.h"      // json_file_read
 #include "linear_ard/io/safetensors.h"    // safetensors_save
@@ -116,7 +116,7 @@ int run(int argc, char** argv) {
   const model::ModelConfig config = io::hf_config_from_json(config_json);
   if (!config_out.empty())
     io::json_file_write(config_out + "/config.json", io::hf_config_to_json(config, config_json));
-  io::TensorMap tensors = io::checkpoint_load_weights(folder);
+  io::TensorMap tensors = io::hf_weights_load(folder);
   for (auto& [name, t] : tensors) t = t.to(device, dtype);
   const model::LlamaWeights weights = model::llama_weights_from_map(config, std::move(tensors));
   const model::RopeTables rope = model::rope_tables_init(config);
