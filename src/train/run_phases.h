@@ -22,7 +22,7 @@
 #include "linear_ard/dist/distributed.h"
 #include "linear_ard/dist/gradient_buckets.h"
 #include "linear_ard/train/metrics_log.h"
-#include "linear_ard/train/restore_checkpoint.h"
+#include "linear_ard/train/checkpoint.h"
 #include "linear_ard/train/restore_config.h"
 #include "linear_ard/train/restore_objective.h"
 #include "linear_ard/train/restore_step.h"
