@@ -9,11 +9,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "linear_ard/eval/report.h"      // defines: report_write
-#include "linear_ard/eval/ruler.h"       // defines: RulerOptions
-#include "linear_ard/eval/ruler_data.h"  // defines: ruler_data_read
+#include "linear_ard/dist/distributed.h"     // defines: distributed_joined
+#include "linear_ard/eval/report.h"          // defines: report_write
+#include "linear_ard/eval/ruler.h"           // defines: RulerOptions
+#include "linear_ard/eval/ruler_data.h"      // defines: ruler_data_read
 #include "linear_ard/eval/ruler_prepared.h"  // defines: ruler_prepared_read
-#include "linear_ard/dist/distributed.h"  // defines: distributed_joined
 
 namespace linear_ard::cli {
 

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "linear_ard/eval/progress.h"     // defines: EvalProgress
 #include "linear_ard/dist/distributed.h"  // defines: Distributed (items_gather)
+#include "linear_ard/eval/progress.h"     // defines: EvalProgress
 
 namespace linear_ard::eval {
 

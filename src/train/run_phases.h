@@ -14,15 +14,15 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "linear_ard/dist/distributed.h"
+#include "linear_ard/dist/gradient_buckets.h"
 #include "linear_ard/io/hf_folder.h"
 #include "linear_ard/io/tokenizer.h"
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/rope.h"
 #include "linear_ard/train/block_mix.h"
-#include "linear_ard/dist/distributed.h"
-#include "linear_ard/dist/gradient_buckets.h"
-#include "linear_ard/train/metrics_log.h"
 #include "linear_ard/train/checkpoint.h"
+#include "linear_ard/train/metrics_log.h"
 #include "linear_ard/train/restore_config.h"
 #include "linear_ard/train/restore_objective.h"
 #include "linear_ard/train/restore_step.h"
