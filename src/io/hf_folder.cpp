@@ -63,7 +63,7 @@ void folder_write_contents(const fs::path& dir, const HfFolder& folder, const Hf
   for (const auto& [name, source] : folder.tokenizer_files) {
     fs::copy_file(source, dir / name);
   }
-  checkpoint_save_weights(dir.string(), folder.weights, options.max_shard_bytes);
+  hf_weights_save(dir.string(), folder.weights, options.max_shard_bytes);
 }
 
 // Puts the finished `tmp` folder at `dir`; an existing one is moved aside first and deleted
@@ -87,11 +87,11 @@ void folder_swap_in(const fs::path& tmp, const fs::path& dir) {
 // The file of `folder`'s weights that holds `tensor` (the index's entry when sharded), or that
 // should: model.safetensors, or the index.
 std::string weights_file_of(const HfFolder& folder, const std::string& tensor) {
-  const fs::path index = fs::path(folder.path) / checkpoint_index_name;
-  if (!fs::exists(index)) return checkpoint_single_name;
+  const fs::path index = fs::path(folder.path) / hf_weights_index_name;
+  if (!fs::exists(index)) return hf_weights_single_name;
   const nlohmann::json map = json_file_read(index.string()).value("weight_map", nlohmann::json::object());
   const auto it = map.find(tensor);
-  return it != map.end() && it->is_string() ? it->get<std::string>() : std::string(checkpoint_index_name);
+  return it != map.end() && it->is_string() ? it->get<std::string>() : std::string(hf_weights_index_name);
 }
 
 std::string count_text(double n) {
@@ -111,9 +111,9 @@ void hf_folder_weights_check(const HfFolder& folder) {
   if (!mismatch && implied <= stored) return;
   // The sizes and both totals go with any disagreement: they say which key is off and by how much.
   const auto dtype = folder.weights.empty() ? torch::kBFloat16 : folder.weights.begin()->second.scalar_type();
-  const std::string files = fs::exists(fs::path(folder.path) / checkpoint_index_name)
-                                ? std::string(checkpoint_index_name) + " and its shards hold "
-                                : std::string(checkpoint_single_name) + " holds ";
+  const std::string files = fs::exists(fs::path(folder.path) / hf_weights_index_name)
+                                ? std::string(hf_weights_index_name) + " and its shards hold "
+                                : std::string(hf_weights_single_name) + " holds ";
   hf_folder_fail(folder.path, (mismatch ? weights_file_of(folder, mismatch->tensor) + ": " + mismatch->message + "; " : "") +
                                   config_name + " (" + model::model_config_sizes_text(c) + ") gives " +
                                   count_text(implied) + " parameters (" +
@@ -153,7 +153,7 @@ HfFolder hf_folder_load(const std::string& path, bool load_weights) {
   for (const char* name : hf_tokenizer_file_names) {
     if (fs::is_regular_file(dir / name)) folder.tokenizer_files[name] = (dir / name).string();
   }
-  if (load_weights) folder.weights = checkpoint_load_weights(dir.string());
+  if (load_weights) folder.weights = hf_weights_load(dir.string());
   return folder;
 }
 

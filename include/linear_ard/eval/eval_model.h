@@ -12,9 +12,9 @@
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/rope.h"
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 class Distributed;
-}  // namespace linear_ard::train
+}  // namespace linear_ard::dist
 
 namespace linear_ard::eval {
 
@@ -30,7 +30,7 @@ struct EvalModel {
   std::unique_ptr<io::Tokenizer> tokenizer;
   // Under torchrun (WORLD_SIZE > 1): this process's rank; the scorers split their windows, requests
   // or prompts over the ranks and gather the scores, so every rank returns the whole result.
-  const train::Distributed* distributed = nullptr;
+  const dist::Distributed* distributed = nullptr;
 };
 
 // Loads `path` (config, weights, tokenizer). device: cpu, cuda or auto (cuda when available);
@@ -39,7 +39,7 @@ struct EvalModel {
 // tensor for weights that disagree with config.json (io::hf_folder_weights_check), a tokenizer
 // larger than the embedding, weights that do not fit the device's free memory or hold NaN/Inf
 // (model::weights_place). Under torchrun the process joins its process group here
-// (train::distributed_process) and loads onto its own GPU (LOCAL_RANK).
+// (dist::distributed_process) and loads onto its own GPU (LOCAL_RANK).
 EvalModel eval_model_load(const std::string& path, const std::string& device = "auto",
                           const std::string& dtype = "auto");
 
