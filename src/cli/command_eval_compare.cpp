@@ -9,9 +9,10 @@
 #include "linear_ard/eval/compare.h"      // defines: compare_*
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
-#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, text_documents_read
+#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, perplexity_text_*
 #include "linear_ard/eval/ruler.h"        // defines: ruler_evaluate, ruler_report_json
 #include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
+#include "linear_ard/io/text_dataset.h"   // defines: text_documents_read, TextSource
 #include "plot_run.h"                     // defines: plot_run
 
 namespace linear_ard::cli {
@@ -22,7 +23,7 @@ struct CompareArgs {
   std::vector<std::string> models, names;
   std::string reference;
   // ppl
-  std::string text;
+  io::TextSource text;
   std::vector<int64_t> ctx;
   eval::PerplexityOptions ppl;
   // tasks
@@ -45,7 +46,10 @@ void eval_compare_register(CLI::App& eval) {
   sub->add_option("--names", c->names, "a short name per model (default: the folders)");
   sub->add_option("--reference", c->reference, "name of the reference model for Rec. (default: the first)");
   eval_device_args_add(sub, *a);
-  sub->add_option("--text", c->text, "perplexity text: plain text or .jsonl with \"text\"")->check(CLI::ExistingFile);
+  sub->add_option("--text", c->text.path, "perplexity text: plain text, .jsonl or .json records (docs/eval.md)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--text-field", c->text.field, "key of the text in JSON records (dotted for nested objects)")
+      ->capture_default_str();
   sub->add_option("--ctx", c->ctx, "perplexity context lengths");
   sub->add_option("--stride", c->ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
   sub->add_option("--batch_size,--batch-size", c->ppl.batch_size, "perplexity windows / task requests per forward")
@@ -71,16 +75,16 @@ void eval_compare_register(CLI::App& eval) {
     const std::string reference = c->reference.empty() ? c->names[0] : c->reference;
     if (std::find(c->names.begin(), c->names.end(), reference) == c->names.end())
       usage_error("--reference '" + reference + "' is not one of --names");
-    const bool ppl = !c->text.empty(), tasks = !c->task_files.empty(), passkey = !c->passkey.lengths.empty(),
+    const bool ppl = !c->text.path.empty(), tasks = !c->task_files.empty(), passkey = !c->passkey.lengths.empty(),
                ruler = ruler_args_given(*r);
     if (ppl != !c->ctx.empty()) usage_error("perplexity needs both --text and --ctx");
     if (!ppl && !tasks && !passkey && !ruler)
       usage_error("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths, --ruler-lengths or --ruler-prepared");
     // Every input is read and checked before the first model is loaded.
-    c->ppl.add_special_tokens = c->tasks.add_special_tokens = !c->no_bos;
+    c->tasks.add_special_tokens = !c->no_bos;
     c->ppl.progress = c->tasks.progress = c->passkey.progress = !a->quiet;
     c->tasks.batch_size = c->ppl.batch_size;
-    const auto docs = ppl ? eval::text_documents_read(c->text) : std::vector<std::string>{};
+    const auto docs = ppl ? io::text_documents_read(c->text) : std::vector<std::string>{};
     std::vector<eval::TaskFile> task_files;
     for (const auto& f : c->task_files) task_files.push_back(eval::task_file_read(f, c->tasks.target_delimiter));
     for (const auto& t : task_files) eval::task_prompts(t, c->tasks);
@@ -94,11 +98,13 @@ void eval_compare_register(CLI::App& eval) {
       nlohmann::json entry = {{"name", c->names[m]}, {"path", c->models[m]}, {"device", model.device_name},
                               {"dtype", model.dtype_name}};
       if (ppl) {
+        const auto text = eval::perplexity_text_encode(*model.tokenizer, docs, !c->no_bos, c->text.path);
+        eval::perplexity_text_check(model, text, c->ctx);
         nlohmann::json rows = nlohmann::json::array();
         for (int64_t ctx : c->ctx) {
           eval::PerplexityOptions o = c->ppl;
           o.ctx_len = ctx;
-          rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, docs, o)));
+          rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, text, o)));
         }
         entry["ppl"] = rows;
       }

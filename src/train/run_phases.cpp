@@ -68,6 +68,8 @@ void data_open(RunPlan& plan) {
   if (plan.tokenizer->vocab_size() > vocab_size)
     throw std::invalid_argument("teacher " + c.teacher + ": tokenizer has " + std::to_string(plan.tokenizer->vocab_size()) +
                                 " ids but the model's vocab_size is " + std::to_string(vocab_size));
+  // Read through once now, so that a malformed line anywhere fails before the output folder exists.
+  TextBlocks::files_check(c.data);
   plan.blocks1.emplace(c.data, *plan.tokenizer, c.ctx_len, /*held_out=*/1, vocab_size);
   if (c.stage2.steps > 0)
     plan.blocks2.emplace(c.data, *plan.tokenizer, c.stage2.ctx_len, (c.ctx_len + c.stage2.ctx_len - 1) / c.stage2.ctx_len,
