@@ -138,7 +138,7 @@ EMPTY_OR_SHORT = {
     "blank_lines_jsonl": ("blank.jsonl", b"\n\r\n  \n", [], ": holds no record"),
     "empty_array": ("empty.json", b"[]", [], ": holds no record"),
     "empty_documents": ("empty_docs.jsonl", b'{"text": ""}\n{"text": ""}\n', [], ": no token to score"),
-    "shorter_than_a_window": ("short.txt", b"the model", ["--ctx", 16], ", fewer than one window of ctx 16"),
+    "shorter_than_a_window": ("short.txt", b"the model", ["--ctx", 16], ": 1 document(s) give 4 token(s) after tokenization, fewer than one window of ctx 16"),
 }
 
 

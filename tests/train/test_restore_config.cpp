@@ -71,7 +71,7 @@ TEST(RestoreConfig, DataEntriesNameTheirTextField) {
   EXPECT_EQ(c.data[1].field, "text");
   EXPECT_EQ(c.data[2].path, "c.json");
   const std::string yaml = train::restore_config_to_yaml(c);
-  EXPECT_NE(yaml.find("data:\n  - {path: a.jsonl, field: content}\n  - b.txt\n  - c.json\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("data: [{path: a.jsonl, field: content}, b.txt, c.json]\n"), std::string::npos) << yaml;
   EXPECT_EQ(train::restore_config_to_yaml(load(yaml)), yaml);
   c = load(base + "data: [a.txt]\n", {"data=[{path: d.jsonl, field: meta.body}]"});
   EXPECT_EQ(c.data[0].field, "meta.body");
