@@ -14,23 +14,11 @@
 
 #include "linear_ard/core/float16.h"  // defines: bf16_to_float, float_to_bf16
 #include "linear_ard/core/relation_kl.h"
+#include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_appendix_l_spec
 #include "linear_ard/core/relation_kl_problem.h"    // defines: RelationKLProblem
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 
 namespace {
-
-linear_ard::RelationKLProblemSpec table_spec(int64_t n, linear_ard::DType dtype) {
-  linear_ard::RelationKLProblemSpec spec;
-  spec.heads = 4;
-  spec.heads_y_student = spec.heads_y_teacher = 4;
-  spec.seq_len = n;
-  spec.dim_student = spec.dim_teacher = 64;
-  spec.causal = true;
-  spec.student_noise = 0.5;
-  spec.dtype = dtype;
-  spec.seed = uint64_t(n);
-  return spec;
-}
 
 double mean_abs(const std::vector<double>& v) {
   double sum = 0;
@@ -50,14 +38,14 @@ int main() {
   std::printf("%6s | %22s | %22s | %20s\n", "n", "forward error (1e-7)", "backward mean (1e-4)",
               "backward max (1e-2)");
   for (int64_t n : {256, 512, 1024, 2048, 4096}) {
-    RelationKLProblem fp32(table_spec(n, DType::kF32));
+    RelationKLProblem fp32(relation_kl_appendix_l_spec(n, DType::kF32));
     relation_kl_forward_cpu(fp32.params());
     const RelationKLReference fwd_ref = relation_kl_reference(fp32.params(), false);
     std::vector<double> kl_err(fwd_ref.kl.size());
     for (size_t i = 0; i < kl_err.size(); ++i) kl_err[i] = fp32.kl[i] - fwd_ref.kl[i];
     const double forward_error = mean_abs(kl_err) / mean_abs(fwd_ref.kl);
 
-    RelationKLProblem bf16(table_spec(n, DType::kBF16));
+    RelationKLProblem bf16(relation_kl_appendix_l_spec(n, DType::kBF16));
     for (size_t i = 0; i < bf16.grad_kl.size(); ++i) bf16.grad_kl.set(i, 1.0 / double(n));
     relation_kl_forward_cpu(bf16.params());
     relation_kl_backward_cpu(bf16.params());

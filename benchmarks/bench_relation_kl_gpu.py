@@ -9,10 +9,9 @@ to n = 256K and the three relations of a LLaMA-3-8B final layer (Q: 32 heads, K/
     LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 benchmarks/bench_relation_kl_gpu.py \
         [--out DIR] [--quick | --sizes 4096,8192,16384]
 
-Kernel candidates (LINEAR_ARD_CUDA_{FWD,BWD}_VARIANT, read once per process): `--variants
-default,wgmma,...` runs the --sizes table (default 4K/8K/16K, no naive baseline) once per variant,
-each in its own process, and prints one comparison table last. A variant is a name of VARIANTS
-below or "fwd=X+bwd=Y".
+The kernels are the library's (mma.sync forward; wgmma backward on sm_90a, mma.sync elsewhere); the
+other versions, and timings of each, are in dev/cuda. The C++ operator harness times the same shape
+without torch: tests/core/relation_kl_ops --backend cuda --mode perf.
 """
 
 import argparse
@@ -20,8 +19,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
-import sys
 
 import torch
 import torch.nn.functional as F
@@ -90,6 +87,9 @@ def ours_fns(xs, xt):
 
 
 def naive_fwd_bwd(xs, xt):
+    """Dense fp32 PyTorch as a user would write it, the speed and memory baseline (lean on purpose:
+    the oracle, tests/python/relation_kl_dense.py, also materialises masks and keeps empty rows
+    apart, which would put it out of memory a size earlier)."""
     s = 1 / math.sqrt(D)
     n = xs.shape[2]
     mask = torch.ones(n, n, dtype=torch.bool, device="cuda").triu(1)
@@ -119,55 +119,6 @@ def sdpa_fwd_bwd(xs):
         F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
 
     return run
-
-
-# Variant name -> (LINEAR_ARD_CUDA_FWD_VARIANT, LINEAR_ARD_CUDA_BWD_VARIANT).
-VARIANTS = {
-    "default": ("default", "default"),  # mma.sync forward, wgmma2 backward on sm_90a
-    "mma": ("mma", "mma"),              # the mma.sync backward
-    "wgmma": ("default", "wgmma"),      # wgmma for S^T only
-    "wgmma2": ("default", "wgmma2"),    # wgmma for S^T and dY (the default on sm_90a)
-}
-
-
-def variant_env(name):
-    if name in VARIANTS:
-        fwd, bwd = VARIANTS[name]
-    else:
-        parts = dict(p.split("=", 1) for p in name.split("+"))
-        fwd, bwd = parts.get("fwd", "default"), parts.get("bwd", "default")
-    return {"LINEAR_ARD_CUDA_FWD_VARIANT": fwd, "LINEAR_ARD_CUDA_BWD_VARIANT": bwd}
-
-
-def run_variants(args):
-    """Runs this script once per variant (--sizes, --no-naive, --json) and prints the comparison."""
-    sizes = args.sizes or "4096,8192,16384"
-    os.makedirs(args.out, exist_ok=True)
-    table = []
-    for name in args.variants.split(","):
-        path = os.path.join(args.out, f"bench_variant_{name.replace('=', '-').replace('+', '_')}.json")
-        env = dict(os.environ, **variant_env(name))
-        print(f"\n== variant {name}: {variant_env(name)}", flush=True)
-        rc = subprocess.run([sys.executable, __file__, "--sizes", sizes, "--no-naive", "--json", path], env=env).returncode
-        if rc != 0 or not os.path.exists(path):
-            table.append((name, None))
-            continue
-        with open(path) as f:
-            table.append((name, json.load(f)["rows"]))
-    base = dict(table).get("default")
-    base_ms = {r["n"]: r["fwd_bwd_ms"] for r in base} if base else {}
-    print("\nvariant comparison (fwd/bwd/total ms: CUDA events, median; TFLOP/s useful; vs default = total time ratio)")
-    print("| variant | n | fwd ms | bwd ms | fwd+bwd ms | TFLOP/s | SDPA ms | ours/SDPA | vs default |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, rows in table:
-        if rows is None:
-            print(f"| {name} | FAILED | | | | | | | |")
-            continue
-        for r in rows:
-            rel = f"{r['fwd_bwd_ms'] / base_ms[r['n']]:.3f}" if r["n"] in base_ms else "-"
-            print(f"| {name} | {r['n'] // 1024}K | {r['fwd_ms']:.3f} | {r['bwd_ms']:.3f} | {r['fwd_bwd_ms']:.3f} | "
-                  f"{r['tflops']:.0f} | {r['sdpa_ms']:.3f} | {r['fwd_bwd_ms'] / r['sdpa_ms']:.2f}x | {rel} |")
-    return 0 if all(rows is not None for _, rows in table) else 1
 
 
 def plot_memory(results, path):
@@ -201,20 +152,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="n = 1K..16K only, no long-context curve")
     ap.add_argument("--sizes", help="comma-separated n: only these, no memory curve or LLaMA case (iterating)")
     ap.add_argument("--plot-from", help="only redraw the plot from a saved JSON into --out")
-    ap.add_argument("--variants", help="comma-separated kernel variants to compare (see VARIANTS)")
     ap.add_argument("--no-naive", action="store_true", help="skip the naive dense PyTorch baseline")
     ap.add_argument("--json", help="with --sizes: write the rows to this JSON file")
     args = ap.parse_args()
-    if args.variants:
-        sys.exit(run_variants(args))
     if args.plot_from:
         with open(args.plot_from) as f:
             plot_memory(json.load(f), os.path.join(args.out, "relation_kl_memory.png"))
         return
     torch.ops.load_library(os.environ["LINEAR_ARD_LIBRARY"])
     dev = torch.cuda.get_device_name()
-    variant = {k: os.environ.get(k, "default") for k in ("LINEAR_ARD_CUDA_FWD_VARIANT", "LINEAR_ARD_CUDA_BWD_VARIANT")}
-    print(f"device: {dev}; torch {torch.__version__}; B=1 H={H} d={D} causal bf16 self-relation; kernels {variant}")
+    print(f"device: {dev}; torch {torch.__version__}; B=1 H={H} d={D} causal bf16 self-relation")
     results = {"device": dev, "rows": [], "memory_curve": [], "llama3_8b": []}
 
     sizes = [1024, 2048, 4096, 8192, 16384] + ([] if args.quick else [32768])

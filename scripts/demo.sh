@@ -17,11 +17,8 @@ cd "$root"
 build_dir="${BUILD_DIR:-build}"
 out="${DEMO_OUT:-$build_dir/demo}"
 
-"$root/scripts/setup.sh"
+"$root/scripts/build.sh" "$build_dir" linear_ard_cli
 source "$root/scripts/env.sh"
-
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$LINEAR_ARD_PYTHON" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target linear_ard_cli
 cli="$build_dir/src/cli/linear-ard"
 start=$(date +%s)
 

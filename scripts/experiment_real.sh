@@ -41,7 +41,11 @@ cpt=(method=cpt trainable=full ctx_len=32768 batch_size=1 steps=130 stage2.steps
 cpt_qkv=(method=cpt trainable=qkv ctx_len=32768 batch_size=1 steps=130 stage2.steps=0 stage2.warmup_steps=0)
 longred=(method=longred trainable=full ctx_len=4096 batch_size=8 steps=130 longred.max_skip=4
          stage2.steps=0 stage2.warmup_steps=0)
-declare -A grid=([ard]="3e-4 1e-3 3e-3" [cpt]="3e-5 1e-4 3e-4" [cpt_qkv]="3e-4 1e-3 3e-3" [longred]="3e-5 1e-4 3e-4")
+# Learning-rate grids; GRID_<method> replaces one (e.g. GRID_ard="3e-3 1e-2" extends a search upward),
+# METHODS limits the search to some methods.
+declare -A grid=([ard]="${GRID_ard:-3e-4 1e-3 3e-3}" [cpt]="${GRID_cpt:-3e-5 1e-4 3e-4}"
+                 [cpt_qkv]="${GRID_cpt_qkv:-3e-4 1e-3 3e-3}" [longred]="${GRID_longred:-3e-5 1e-4 3e-4}")
+methods=(${METHODS:-ard cpt cpt_qkv longred})
 
 running=()
 # run NAME KEY=VALUE...: one `linear-ard restore` in the background, at most $J at once.
@@ -82,12 +86,12 @@ for phase in "$@"; do
   search)
     scaled pi4 '{"rope_type": "linear", "factor": 4.0}'
     scaled yarn4 '{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}'
-    for method in ard cpt cpt_qkv longred; do
+    for method in "${methods[@]}"; do
       declare -n settings="$method"
       for lr in ${grid[$method]}; do run "${method}_lr${lr}" "${settings[@]}" lr="$lr"; done
     done
     settle
-    for method in ard cpt cpt_qkv longred; do
+    for method in "${methods[@]}"; do
       [[ -n "$(best "$method")" ]] && continue
       names=() paths=()
       for lr in ${grid[$method]}; do names+=("lr$lr"); paths+=("$(m "${method}_lr${lr}")"); done

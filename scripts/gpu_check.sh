@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # Builds the CUDA relation-KL and its checks on the GPU machine and runs everything in one go:
-# the fp64-reference checker (both kernel paths, determinism), compute-sanitizer memcheck on small
-# cases, the torch-op check against PyTorch autograd (FlashAttention's 2x rule, Appendix L table)
-# and the benchmark. Logs and results go to $OUT (or ./gpu_out).
+# the operator harness's check against the fp64 reference (tests/core/relation_kl_ops --backend cuda
+# --mode test: every kernel path, the non-finite rule, single-key rows, determinism),
+# compute-sanitizer memcheck on small cases, the torch-op check against PyTorch autograd
+# (FlashAttention's 2x rule, Appendix L table) and the benchmark. Logs and results go to $OUT (or
+# ./gpu_out).
 #   scripts/gpu_check.sh            everything
 #   scripts/gpu_check.sh --quick    checks plus the short benchmark (n <= 16K, LLaMA-3 case)
 #   SKIP_BENCH=1 scripts/gpu_check.sh   checks only
 #   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
-#   scripts/gpu_check.sh --variants kernel candidates: for each of $VARIANTS (default
-#                                   "default,mma,wgmma"; names in benchmarks/bench_relation_kl_gpu.py)
-#                                   the reference checker (tensor-core path) and memcheck on the
-#                                   quick cases, then the 4K/8K/16K benchmark of every variant and
-#                                   one comparison table last
+#   scripts/gpu_check.sh --dev      the kernel versions of dev/cuda (checked and timed; needs
+#                                   build/dev/cuda/relation_kl, from -DLINEAR_ARD_BUILD_DEV=ON)
 #   scripts/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
 #   scripts/gpu_check.sh --operator the relation-KL operator alone (builds only its two targets):
-#                                   the reference checker with the non-finite rule and the exact
-#                                   zero gradient of single-key rows, memcheck, the torch checks
-#                                   (2x rule: bf16/fp16, fp32 KL on peaked self-relations; NaN
-#                                   through the op and relation_loss), the 4K/8K/16K benchmark
+#                                   the harness's check (fp64 reference on every kernel path, the
+#                                   non-finite rule, exact zero gradient of single-key rows,
+#                                   determinism), memcheck, the torch checks (2x rule: bf16/fp16,
+#                                   fp32 KL on peaked self-relations; NaN through the op and
+#                                   relation_loss), the harness's 4K/8K speed table (default and
+#                                   mma.sync kernels) and the 4K/8K/16K benchmark
 #   PREBUILT=.devbin scripts/gpu_check.sh ...  use binaries packed by scripts/prebuilt_pack.sh on the
 #                                   CI-like machine (carried) instead of building here
 set -uo pipefail
@@ -37,10 +38,10 @@ step() { summary+=("$(printf '%-34s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || ech
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
 source scripts/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried binaries, no build)
-if [[ "${1:-}" == "--operator" ]]; then
-  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_gpu_check || exit 1
+if [[ "${1:-}" == "--operator" || "${1:-}" == "--dev" ]]; then
+  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops || exit 1
 else
-  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_gpu_check model_dump linear_ard_cli bench_restore_gpu || exit 1
+  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops model_dump linear_ard_cli bench_restore_gpu || exit 1
 fi
 
 export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
@@ -59,34 +60,27 @@ if [[ "${1:-}" == "--restore-bench" ]]; then
   printf '%s\n' "${summary[@]}"
   exit $status
 fi
-if [[ "${1:-}" == "--variants" ]]; then
-  variants="${VARIANTS:-default,mma,wgmma}"
-  for v in ${variants//,/ }; do
-    env_v="$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import bench_relation_kl_gpu as b; \
-print(' '.join(f'{k}={x}' for k, x in b.variant_env('$v').items()))")"
-    env $env_v "$build/tests/gpu/relation_kl_gpu_check" --tc-only 2>&1 | tee "$out/check_reference_$v.log" \
-      | grep -v "^ok"
-    step "reference, variant $v" "${PIPESTATUS[0]}"
-    if command -v compute-sanitizer >/dev/null && [[ "$v" != default ]]; then
-      env $env_v compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/relation_kl_gpu_check" \
-        --quick --tc-only >"$out/memcheck_$v.log" 2>&1
-      step "memcheck, variant $v" $?
-    fi
+if [[ "${1:-}" == "--dev" ]]; then
+  if [[ ! -x "$build/dev/cuda/relation_kl" ]]; then
+    echo "gpu_check --dev: no $build/dev/cuda/relation_kl (configure with -DLINEAR_ARD_BUILD_DEV=ON, build" \
+      "relation_kl_dev and pack it with scripts/prebuilt_pack.sh)"
+    exit 1
+  fi
+  for pass in forward backward; do
+    "$build/dev/cuda/relation_kl" "$pass" 2>&1 | tee "$out/dev_$pass.log" | grep -v "^ok"
+    step "dev/cuda $pass versions" "${PIPESTATUS[0]}"
   done
-  python3 benchmarks/bench_relation_kl_gpu.py --out "$out" --variants "$variants" ${SIZES:+--sizes $SIZES} 2>&1 \
-    | tee "$out/bench_variants.log"
-  step "benchmark of the variants" "${PIPESTATUS[0]}"
-  printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
   printf '%s\n' "${summary[@]}"
   exit $status
 fi
+ops=("$build/tests/core/relation_kl_ops" --backend cuda)
 if [[ "${1:-}" == "--operator" ]]; then
-  "$build/tests/gpu/relation_kl_gpu_check" >"$out/check_reference.log" 2>&1
+  "${ops[@]}" --mode test >"$out/check_reference.log" 2>&1
   step "CUDA vs fp64 reference" $?
   grep "^FAIL" "$out/check_reference.log" | head -20
   tail -6 "$out/check_reference.log"
   if command -v compute-sanitizer >/dev/null; then
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/relation_kl_gpu_check" --quick \
+    compute-sanitizer --tool memcheck --error-exitcode 9 "${ops[@]}" --mode test --quick \
       >"$out/memcheck.log" 2>&1
     step "compute-sanitizer memcheck" $?
   fi
@@ -95,20 +89,22 @@ if [[ "${1:-}" == "--operator" ]]; then
   grep "^FAIL" "$out/check_torch.log" | head -20
   sed -n "/^fp32 relation KL on peaked/,/^\$/p" "$out/check_torch.log"
   tail -5 "$out/check_torch.log"
+  "${ops[@]}" --mode perf --kernels default,mma --sizes 4096,8192 2>&1 | tee "$out/perf.log"
+  step "harness speed table 4K/8K" "${PIPESTATUS[0]}"
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" --sizes 4096,8192,16384 2>&1 | tee "$out/bench.log" | tail -8
   step "benchmark 4K/8K/16K" "${PIPESTATUS[0]}"
   printf '\n%s\n' "GPU checks of the operator ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
   printf '%s\n' "${summary[@]}"
   exit $status
 fi
-"$build/tests/gpu/relation_kl_gpu_check" 2>&1 | tee "$out/check_reference.log" | grep -v "^ok"
+"${ops[@]}" --mode test 2>&1 | tee "$out/check_reference.log" | grep -v "^ok"
 step "CUDA vs fp64 reference" "${PIPESTATUS[0]}"
 if [[ "${1:-}" == "--iterate" ]]; then
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log" || status=1
   exit $status
 fi
 if command -v compute-sanitizer >/dev/null; then
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/relation_kl_gpu_check" --quick \
+  compute-sanitizer --tool memcheck --error-exitcode 9 "${ops[@]}" --mode test --quick \
     >"$out/memcheck.log" 2>&1
   step "compute-sanitizer memcheck" $?
   tail -3 "$out/memcheck.log"

@@ -12,10 +12,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build_dir="${BUILD_DIR:-build}"
 
-"$root/scripts/setup.sh"
+"$root/scripts/build.sh" "$build_dir" linear_ard_cli
 source "$root/scripts/env.sh"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$LINEAR_ARD_PYTHON" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target linear_ard_cli
 cli="$build_dir/src/cli/linear-ard"
 
 "$root/scripts/make_corpus.sh"

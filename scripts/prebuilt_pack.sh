@@ -16,8 +16,8 @@ out="${2:-$root/.devbin}"
 [[ -d "$build" ]] || { echo "prebuilt_pack: $build is not a build folder" >&2; exit 1; }
 rm -rf "$out.tmp" && mkdir -p "$out.tmp/lib"
 n=0
-for f in src/ops/liblinear_ard_ops.so src/model/liblinear_ard_model.so tests/gpu/relation_kl_gpu_check \
-         tests/model/model_dump src/cli/linear-ard benchmarks/bench_restore_gpu; do
+for f in src/ops/liblinear_ard_ops.so src/model/liblinear_ard_model.so tests/core/relation_kl_ops \
+         tests/model/model_dump src/cli/linear-ard benchmarks/bench_restore_gpu dev/cuda/relation_kl; do
   if [[ -f "$build/$f" ]]; then
     mkdir -p "$out.tmp/$(dirname "$f")"
     cp "$build/$f" "$out.tmp/$f"

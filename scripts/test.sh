@@ -4,16 +4,14 @@
 # suite: GoogleTest through ctest, then pytest. Exits non-zero on any failure.
 #   scripts/test.sh            everything
 #   BUILD_DIR=build-x scripts/test.sh   another build folder
+#   (LINEAR_ARD_CMAKE_ARGS: more configure arguments, scripts/build.sh)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build_dir="${BUILD_DIR:-build}"
 
-"$root/scripts/setup.sh"
+# Every layer is required here: a missing library fails instead of leaving its tests out.
+"$root/scripts/build.sh" --require-all "$build_dir"
 source "$root/scripts/env.sh"
-
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLINEAR_ARD_REQUIRE_ALL=ON \
-  -DPython3_EXECUTABLE="$LINEAR_ARD_PYTHON"
-cmake --build "$build_dir" -j "$(nproc)"
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
 LINEAR_ARD_BUILD_DIR="$root/$build_dir" "$LINEAR_ARD_PYTHON" -m pytest -q tests/python

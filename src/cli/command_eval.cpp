@@ -89,99 +89,118 @@ nlohmann::json special_token_json(const io::Tokenizer& tokenizer, int32_t id) {
   return {tokenizer.decode({id}), std::to_string(id)};
 }
 
+struct TasksArgs : ModelArgs {
+  std::vector<std::string> files;
+  eval::TaskOptions options;
+  std::string fewshot_file, reference, avg_metric = "acc", output_path;
+  bool log_samples = false, no_bos = false;
+};
+
+void tasks_options_add(CLI::App* sub, TasksArgs& a) {
+  eval::TaskOptions& o = a.options;
+  sub->add_option("--tasks", a.files, "task files, comma- or space-separated (schema: docs/eval.md)")
+      ->required()->delimiter(',')->check(CLI::ExistingFile);
+  sub->add_option("--num_fewshot,--num-fewshot", o.num_fewshot, "few-shot examples per prompt")->capture_default_str();
+  sub->add_option("--fewshot-file", a.fewshot_file,
+                  "take the few-shot examples in order from this task file (default: random docs of "
+                  "the task itself)")->check(CLI::ExistingFile);
+  sub->add_option("--seed", o.seed, "few-shot sampling seed")->capture_default_str();
+  sub->add_option("--target-delimiter", o.target_delimiter,
+                  "text between a context and each answer (lm-eval's target_delimiter)")->default_str("\" \"");
+  sub->add_option("--fewshot-delimiter", o.fewshot_delimiter,
+                  "text after each few-shot example (lm-eval's fewshot_delimiter)")->default_str("\"\\n\\n\"");
+  sub->add_option("--batch_size,--batch-size", o.batch_size, "requests per forward")->capture_default_str();
+  sub->add_option("--max_length,--max-length", o.max_length,
+                  "left-truncate requests to this; 0: the model's max positions")->capture_default_str();
+  sub->add_option("--limit", o.limit, "evaluate only the first N docs of each task")->capture_default_str();
+  sub->add_option("--avg-metric", a.avg_metric, "acc or acc_norm: the per-task number in the table")
+      ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
+  sub->add_option("--reference", a.reference, "results JSON of the reference (native) model: adds Rec.")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--output_path", a.output_path,
+                  "write lm-eval's results_<date>.json (and samples) here: a folder (results under "
+                  "<folder>/<model>/) or a .json path, as lm-eval does");
+  sub->add_flag("--log_samples", a.log_samples,
+                "also write lm-eval's samples_<task>_<date>.jsonl (every request with its loglikelihood)");
+  sub->add_flag("--no-bos", a.no_bos, "encode contexts without the tokenizer's special tokens (BOS); "
+                                      "lm-eval's add_bos_token=False");
+}
+
+// lm-eval's results JSON of `results`: the report plus its config, tokenizer and timing fields.
+nlohmann::json tasks_results_json(const TasksArgs& a, const eval::EvalModel& model,
+                                  const std::vector<eval::TaskResult>& results,
+                                  std::chrono::steady_clock::time_point start) {
+  const eval::TaskOptions& o = a.options;
+  nlohmann::json json = eval::tasks_report_json(results, o, a.avg_metric);
+  const int64_t max_length = o.max_length > 0 ? o.max_length : model.weights.config.max_position_embeddings;
+  json["config"] = {{"model", "linear-ard"},
+                    {"model_args", {{"pretrained", a.model}, {"dtype", dtype_hf_name(model)}}},
+                    {"model_dtype", "torch." + dtype_hf_name(model)},
+                    {"batch_size", o.batch_size},
+                    {"device", model.device_name},
+                    {"limit", o.limit > 0 ? nlohmann::json(o.limit) : nlohmann::json(nullptr)},
+                    {"fewshot_seed", o.seed},
+                    {"add_special_tokens", o.add_special_tokens}};
+  json["model_name"] = a.model;
+  json["max_length"] = max_length;
+  json["tokenizer_bos_token"] = special_token_json(*model.tokenizer, model.tokenizer->bos_id());
+  json["tokenizer_eos_token"] = special_token_json(*model.tokenizer, model.tokenizer->eos_id());
+  json["date"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  json["total_evaluation_time_seconds"] =
+      std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return json;
+}
+
+// lm-eval's results_<date>.json under --output_path, and with --log_samples its samples files.
+void tasks_lm_eval_write(const TasksArgs& a, const std::vector<eval::TaskResult>& results, const nlohmann::json& json) {
+  const eval::LmEvalPaths paths = eval::lm_eval_paths(a.output_path, a.model);
+  std::filesystem::create_directories(paths.samples_dir);
+  io::json_file_write(paths.results, json);
+  if (a.log_samples)
+    for (const auto& r : results) {
+      std::string lines;
+      for (const auto& sample : r.samples)
+        lines += eval::task_sample_json(sample, r.type).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                 "\n";
+      io::file_write_atomic(paths.samples_dir + "/samples_" + r.name + "_" + paths.date + ".jsonl", lines);
+    }
+  if (!a.quiet) std::cerr << "[tasks] results written to " << paths.results << std::endl;
+}
+
+void tasks_run(TasksArgs& a) {
+  eval::TaskOptions& o = a.options;
+  if (a.log_samples && a.output_path.empty()) usage_error("--log_samples needs --output_path (as in lm-eval)");
+  o.add_special_tokens = !a.no_bos;
+  o.progress = !a.quiet;
+  const auto start = std::chrono::steady_clock::now();
+  // Task files are read and checked before the model is loaded: a bad line fails fast.
+  std::vector<eval::TaskFile> tasks;
+  for (const auto& f : a.files) tasks.push_back(eval::task_file_read(f, o.target_delimiter));
+  std::optional<eval::TaskFile> fewshot;
+  if (!a.fewshot_file.empty()) fewshot = eval::task_file_read(a.fewshot_file, o.target_delimiter);
+  o.fewshot_source = fewshot ? &*fewshot : nullptr;
+  for (const auto& t : tasks) eval::task_prompts(t, o);  // few-shot problems fail before loading too
+  std::optional<nlohmann::json> ref;
+  if (!a.reference.empty()) ref = io::json_file_read(a.reference);
+  const auto model = eval::eval_model_load(a.model, a.device, a.dtype);
+  std::vector<eval::TaskResult> results;
+  for (const auto& t : tasks) results.push_back(eval::task_evaluate(model, t, o));
+
+  nlohmann::json json = tasks_results_json(a, model, results, start);
+  if (ref) json["linear_ard"]["recovery"] = 100 * json["linear_ard"]["avg"].get<double>() /
+                                             ref->at("linear_ard").at("avg").get<double>();
+  if (!a.output_path.empty() && eval_writes()) tasks_lm_eval_write(a, results, json);
+  report_emit(a, eval::tasks_report_markdown({a.model}, {json}, ref), json);
+}
+
 void tasks_register(CLI::App& eval) {
-  auto a = std::make_shared<ModelArgs>();
-  auto files = std::make_shared<std::vector<std::string>>();
-  auto o = std::make_shared<eval::TaskOptions>();
-  auto fewshot_file = std::make_shared<std::string>();
-  auto reference = std::make_shared<std::string>();
-  auto avg_metric = std::make_shared<std::string>("acc");
-  auto output_path = std::make_shared<std::string>();
-  auto log_samples = std::make_shared<bool>(false);
-  auto no_bos = std::make_shared<bool>(false);
+  auto a = std::make_shared<TasksArgs>();
   CLI::App* sub = eval.add_subcommand(
       "tasks", "lm-evaluation-harness tasks (loglikelihood multiple choice and last word) from JSONL files: "
                "this project's schema or lm-eval's --log_samples output; lm-eval's results JSON and flags");
   model_args_add(sub, *a);
-  sub->add_option("--tasks", *files, "task files, comma- or space-separated (schema: docs/eval.md)")
-      ->required()->delimiter(',')->check(CLI::ExistingFile);
-  sub->add_option("--num_fewshot,--num-fewshot", o->num_fewshot, "few-shot examples per prompt")->capture_default_str();
-  sub->add_option("--fewshot-file", *fewshot_file,
-                  "take the few-shot examples in order from this task file (default: random docs of "
-                  "the task itself)")->check(CLI::ExistingFile);
-  sub->add_option("--seed", o->seed, "few-shot sampling seed")->capture_default_str();
-  sub->add_option("--target-delimiter", o->target_delimiter,
-                  "text between a context and each answer (lm-eval's target_delimiter)")->default_str("\" \"");
-  sub->add_option("--fewshot-delimiter", o->fewshot_delimiter,
-                  "text after each few-shot example (lm-eval's fewshot_delimiter)")->default_str("\"\\n\\n\"");
-  sub->add_option("--batch_size,--batch-size", o->batch_size, "requests per forward")->capture_default_str();
-  sub->add_option("--max_length,--max-length", o->max_length,
-                  "left-truncate requests to this; 0: the model's max positions")->capture_default_str();
-  sub->add_option("--limit", o->limit, "evaluate only the first N docs of each task")->capture_default_str();
-  sub->add_option("--avg-metric", *avg_metric, "acc or acc_norm: the per-task number in the table")
-      ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
-  sub->add_option("--reference", *reference, "results JSON of the reference (native) model: adds Rec.")
-      ->check(CLI::ExistingFile);
-  sub->add_option("--output_path", *output_path,
-                  "write lm-eval's results_<date>.json (and samples) here: a folder (results under "
-                  "<folder>/<model>/) or a .json path, as lm-eval does");
-  sub->add_flag("--log_samples", *log_samples,
-                "also write lm-eval's samples_<task>_<date>.jsonl (every request with its loglikelihood)");
-  sub->add_flag("--no-bos", *no_bos, "encode contexts without the tokenizer's special tokens (BOS); "
-                                     "lm-eval's add_bos_token=False");
-  sub->callback([=] {
-    if (*log_samples && output_path->empty()) usage_error("--log_samples needs --output_path (as in lm-eval)");
-    o->add_special_tokens = !*no_bos;
-    o->progress = !a->quiet;
-    const auto start = std::chrono::steady_clock::now();
-    // Task files are read and checked before the model is loaded: a bad line fails fast.
-    std::vector<eval::TaskFile> tasks;
-    for (const auto& f : *files) tasks.push_back(eval::task_file_read(f, o->target_delimiter));
-    std::optional<eval::TaskFile> fewshot;
-    if (!fewshot_file->empty()) fewshot = eval::task_file_read(*fewshot_file, o->target_delimiter);
-    o->fewshot_source = fewshot ? &*fewshot : nullptr;
-    for (const auto& t : tasks) eval::task_prompts(t, *o);  // few-shot problems fail before loading too
-    std::optional<nlohmann::json> ref;
-    if (!reference->empty()) ref = io::json_file_read(*reference);
-    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
-    std::vector<eval::TaskResult> results;
-    for (const auto& t : tasks) results.push_back(eval::task_evaluate(model, t, *o));
-
-    nlohmann::json json = eval::tasks_report_json(results, *o, *avg_metric);
-    const int64_t max_length = o->max_length > 0 ? o->max_length : model.weights.config.max_position_embeddings;
-    json["config"] = {{"model", "linear-ard"},
-                      {"model_args", {{"pretrained", a->model}, {"dtype", dtype_hf_name(model)}}},
-                      {"model_dtype", "torch." + dtype_hf_name(model)},
-                      {"batch_size", o->batch_size},
-                      {"device", model.device_name},
-                      {"limit", o->limit > 0 ? nlohmann::json(o->limit) : nlohmann::json(nullptr)},
-                      {"fewshot_seed", o->seed},
-                      {"add_special_tokens", o->add_special_tokens}};
-    json["model_name"] = a->model;
-    json["max_length"] = max_length;
-    json["tokenizer_bos_token"] = special_token_json(*model.tokenizer, model.tokenizer->bos_id());
-    json["tokenizer_eos_token"] = special_token_json(*model.tokenizer, model.tokenizer->eos_id());
-    json["date"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    json["total_evaluation_time_seconds"] =
-        std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (ref) json["linear_ard"]["recovery"] = 100 * json["linear_ard"]["avg"].get<double>() /
-                                               ref->at("linear_ard").at("avg").get<double>();
-    if (!output_path->empty() && eval_writes()) {
-      const eval::LmEvalPaths paths = eval::lm_eval_paths(*output_path, a->model);
-      std::filesystem::create_directories(paths.samples_dir);
-      io::json_file_write(paths.results, json);
-      if (*log_samples)
-        for (const auto& r : results) {
-          std::string lines;
-          for (const auto& sample : r.samples)
-            lines += eval::task_sample_json(sample, r.type)
-                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-          io::file_write_atomic(paths.samples_dir + "/samples_" + r.name + "_" + paths.date + ".jsonl", lines);
-        }
-      if (!a->quiet) std::cerr << "[tasks] results written to " << paths.results << std::endl;
-    }
-    report_emit(*a, eval::tasks_report_markdown({a->model}, {json}, ref), json);
-  });
+  tasks_options_add(sub, *a);
+  sub->callback([a] { tasks_run(*a); });
 }
 
 void passkey_register(CLI::App& eval) {

@@ -9,11 +9,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "linear_ard/eval/report.h"      // defines: report_write
-#include "linear_ard/eval/ruler.h"       // defines: RulerOptions
-#include "linear_ard/eval/ruler_data.h"  // defines: ruler_data_read
+#include "linear_ard/dist/distributed.h"     // defines: distributed_joined
+#include "linear_ard/eval/report.h"          // defines: report_write
+#include "linear_ard/eval/ruler.h"           // defines: RulerOptions
+#include "linear_ard/eval/ruler_data.h"      // defines: ruler_data_read
 #include "linear_ard/eval/ruler_prepared.h"  // defines: ruler_prepared_read
-#include "linear_ard/train/distributed.h"  // defines: distributed_joined
 
 namespace linear_ard::cli {
 
@@ -41,7 +41,7 @@ inline void eval_device_args_add(CLI::App* sub, EvalDeviceArgs& a) {
 // Whether this process writes reports: always, but for ranks other than 0 of a torchrun launch
 // (every rank holds the gathered result; rank 0 writes it).
 inline bool eval_writes() {
-  const train::Distributed* d = train::distributed_joined();
+  const dist::Distributed* d = dist::distributed_joined();
   return !d || d->is_main();
 }
 

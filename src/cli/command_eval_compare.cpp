@@ -35,6 +35,114 @@ struct CompareArgs {
   bool no_bos = false;
 };
 
+void compare_options_add(CLI::App* sub, EvalDeviceArgs& a, CompareArgs& c, RulerArgs& r) {
+  sub->add_option("MODELS", c.models, "HF model folders")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("--names", c.names, "a short name per model (default: the folders)");
+  sub->add_option("--reference", c.reference, "name of the reference model for Rec. (default: the first)");
+  eval_device_args_add(sub, a);
+  sub->add_option("--text", c.text.path, "perplexity text: plain text, .jsonl or .json records (docs/eval.md)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--text-field", c.text.field, "key of the text in JSON records (dotted for nested objects)")
+      ->capture_default_str();
+  sub->add_option("--ctx", c.ctx, "perplexity context lengths");
+  sub->add_option("--stride", c.ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
+  sub->add_option("--batch_size,--batch-size", c.ppl.batch_size, "perplexity windows / task requests per forward")
+      ->capture_default_str();
+  sub->add_option("--tasks", c.task_files, "task files, comma- or space-separated (docs/eval.md schema)")
+      ->delimiter(',')->check(CLI::ExistingFile);
+  sub->add_option("--num_fewshot,--num-fewshot", c.tasks.num_fewshot, "few-shot examples per task prompt")
+      ->capture_default_str();
+  sub->add_option("--limit", c.tasks.limit, "only the first N docs of each task")->capture_default_str();
+  sub->add_option("--avg-metric", c.avg_metric, "acc or acc_norm")
+      ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
+  sub->add_flag("--no-bos", c.no_bos, "encode perplexity documents and task contexts without the tokenizer's "
+                                      "special tokens (BOS)");
+  sub->add_option("--passkey-lengths", c.passkey.lengths, "passkey prompt lengths");
+  sub->add_option("--passkey-depths", c.passkey.depths, "passkey depths in [0, 1]")->capture_default_str();
+  sub->add_option("--passkey-samples", c.passkey.samples, "passkey prompts per length and depth")->capture_default_str();
+  ruler_args_add(sub, r, "ruler-");
+}
+
+// What to evaluate and its inputs, read and checked before the first model is loaded.
+struct CompareInputs {
+  std::string reference;
+  bool ppl = false, tasks = false, passkey = false, ruler = false;
+  std::vector<std::string> docs;
+  std::vector<eval::TaskFile> task_files;
+  eval::RulerData ruler_data;
+};
+
+CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, RulerArgs& r) {
+  CompareInputs in;
+  if (c.names.empty()) c.names = c.models;
+  if (c.names.size() != c.models.size())
+    usage_error("--names has " + std::to_string(c.names.size()) + " names for " + std::to_string(c.models.size()) +
+                " models");
+  in.reference = c.reference.empty() ? c.names[0] : c.reference;
+  if (std::find(c.names.begin(), c.names.end(), in.reference) == c.names.end())
+    usage_error("--reference '" + in.reference + "' is not one of --names");
+  in.ppl = !c.text.path.empty();
+  in.tasks = !c.task_files.empty();
+  in.passkey = !c.passkey.lengths.empty();
+  in.ruler = ruler_args_given(r);
+  if (in.ppl != !c.ctx.empty()) usage_error("perplexity needs both --text and --ctx");
+  if (!in.ppl && !in.tasks && !in.passkey && !in.ruler)
+    usage_error("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths, --ruler-lengths or --ruler-prepared");
+  c.tasks.add_special_tokens = !c.no_bos;
+  c.ppl.progress = c.tasks.progress = c.passkey.progress = !a.quiet;
+  c.tasks.batch_size = c.ppl.batch_size;
+  if (in.ppl) in.docs = io::text_documents_read(c.text);
+  for (const auto& f : c.task_files) in.task_files.push_back(eval::task_file_read(f, c.tasks.target_delimiter));
+  for (const auto& t : in.task_files) eval::task_prompts(t, c.tasks);
+  if (in.ruler) in.ruler_data = ruler_args_resolve(r, a.quiet);
+  return in;
+}
+
+// One model's entry of the report: every evaluation asked for.
+nlohmann::json compare_model_evaluate(const eval::EvalModel& model, const CompareArgs& c, const RulerArgs& r,
+                                      const CompareInputs& in) {
+  nlohmann::json entry = nlohmann::json::object();
+  if (in.ppl) {
+    const auto text = eval::perplexity_text_encode(*model.tokenizer, in.docs, !c.no_bos, c.text.path);
+    eval::perplexity_text_check(model, text, c.ctx);
+    nlohmann::json rows = nlohmann::json::array();
+    for (int64_t ctx : c.ctx) {
+      eval::PerplexityOptions o = c.ppl;
+      o.ctx_len = ctx;
+      rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, text, o)));
+    }
+    entry["ppl"] = rows;
+  }
+  if (in.tasks) {
+    std::vector<eval::TaskResult> results;
+    for (const auto& t : in.task_files) results.push_back(eval::task_evaluate(model, t, c.tasks));
+    entry["tasks"] = eval::tasks_report_json(results, c.tasks, c.avg_metric);
+  }
+  if (in.passkey) entry["passkey"] = eval::passkey_report_json(eval::passkey_evaluate(model, c.passkey));
+  if (in.ruler) {
+    eval::RulerData data = in.ruler_data;
+    eval::ruler_data_words_default(data, *model.tokenizer);
+    entry["ruler"] = eval::ruler_report_json(eval::ruler_evaluate(model, data, r.options));
+  }
+  return entry;
+}
+
+void compare_run(const EvalDeviceArgs& a, CompareArgs& c, RulerArgs& r) {
+  const CompareInputs in = compare_inputs_read(a, c, r);
+  nlohmann::json models = nlohmann::json::array();
+  for (size_t m = 0; m < c.models.size(); ++m) {
+    if (!a.quiet) std::cerr << "[compare] " << c.names[m] << ": " << c.models[m] << std::endl;
+    const auto model = eval::eval_model_load(c.models[m], a.device, a.dtype);
+    nlohmann::json entry = {{"name", c.names[m]}, {"path", c.models[m]}, {"device", model.device_name},
+                            {"dtype", model.dtype_name}};
+    entry.update(compare_model_evaluate(model, c, r, in));
+    models.push_back(entry);
+  }
+  const nlohmann::json report = eval::compare_recovery_add({{"reference", in.reference}, {"models", models}});
+  eval_report_emit(a.output, eval::compare_report_markdown(report), report);
+  if (!a.output.empty() && eval_writes()) plot_run({"compare", a.output + ".json", "-o", a.output}, a.quiet);
+}
+
 }  // namespace
 
 void eval_compare_register(CLI::App& eval) {
@@ -42,89 +150,8 @@ void eval_compare_register(CLI::App& eval) {
   auto c = std::make_shared<CompareArgs>();
   auto r = std::make_shared<RulerArgs>();
   CLI::App* sub = eval.add_subcommand("compare", "Several models side by side: ppl, tasks, passkey, RULER");
-  sub->add_option("MODELS", c->models, "HF model folders")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--names", c->names, "a short name per model (default: the folders)");
-  sub->add_option("--reference", c->reference, "name of the reference model for Rec. (default: the first)");
-  eval_device_args_add(sub, *a);
-  sub->add_option("--text", c->text.path, "perplexity text: plain text, .jsonl or .json records (docs/eval.md)")
-      ->check(CLI::ExistingFile);
-  sub->add_option("--text-field", c->text.field, "key of the text in JSON records (dotted for nested objects)")
-      ->capture_default_str();
-  sub->add_option("--ctx", c->ctx, "perplexity context lengths");
-  sub->add_option("--stride", c->ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
-  sub->add_option("--batch_size,--batch-size", c->ppl.batch_size, "perplexity windows / task requests per forward")
-      ->capture_default_str();
-  sub->add_option("--tasks", c->task_files, "task files, comma- or space-separated (docs/eval.md schema)")
-      ->delimiter(',')->check(CLI::ExistingFile);
-  sub->add_option("--num_fewshot,--num-fewshot", c->tasks.num_fewshot, "few-shot examples per task prompt")
-      ->capture_default_str();
-  sub->add_option("--limit", c->tasks.limit, "only the first N docs of each task")->capture_default_str();
-  sub->add_option("--avg-metric", c->avg_metric, "acc or acc_norm")
-      ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
-  sub->add_flag("--no-bos", c->no_bos, "encode perplexity documents and task contexts without the tokenizer's "
-                                       "special tokens (BOS)");
-  sub->add_option("--passkey-lengths", c->passkey.lengths, "passkey prompt lengths");
-  sub->add_option("--passkey-depths", c->passkey.depths, "passkey depths in [0, 1]")->capture_default_str();
-  sub->add_option("--passkey-samples", c->passkey.samples, "passkey prompts per length and depth")->capture_default_str();
-  ruler_args_add(sub, *r, "ruler-");
-  sub->callback([a, c, r] {
-    if (c->names.empty()) c->names = c->models;
-    if (c->names.size() != c->models.size())
-      usage_error("--names has " + std::to_string(c->names.size()) + " names for " +
-                  std::to_string(c->models.size()) + " models");
-    const std::string reference = c->reference.empty() ? c->names[0] : c->reference;
-    if (std::find(c->names.begin(), c->names.end(), reference) == c->names.end())
-      usage_error("--reference '" + reference + "' is not one of --names");
-    const bool ppl = !c->text.path.empty(), tasks = !c->task_files.empty(), passkey = !c->passkey.lengths.empty(),
-               ruler = ruler_args_given(*r);
-    if (ppl != !c->ctx.empty()) usage_error("perplexity needs both --text and --ctx");
-    if (!ppl && !tasks && !passkey && !ruler)
-      usage_error("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths, --ruler-lengths or --ruler-prepared");
-    // Every input is read and checked before the first model is loaded.
-    c->tasks.add_special_tokens = !c->no_bos;
-    c->ppl.progress = c->tasks.progress = c->passkey.progress = !a->quiet;
-    c->tasks.batch_size = c->ppl.batch_size;
-    const auto docs = ppl ? io::text_documents_read(c->text) : std::vector<std::string>{};
-    std::vector<eval::TaskFile> task_files;
-    for (const auto& f : c->task_files) task_files.push_back(eval::task_file_read(f, c->tasks.target_delimiter));
-    for (const auto& t : task_files) eval::task_prompts(t, c->tasks);
-    eval::RulerData ruler_data;
-    if (ruler) ruler_data = ruler_args_resolve(*r, a->quiet);
-
-    nlohmann::json models = nlohmann::json::array();
-    for (size_t m = 0; m < c->models.size(); ++m) {
-      if (!a->quiet) std::cerr << "[compare] " << c->names[m] << ": " << c->models[m] << std::endl;
-      const auto model = eval::eval_model_load(c->models[m], a->device, a->dtype);
-      nlohmann::json entry = {{"name", c->names[m]}, {"path", c->models[m]}, {"device", model.device_name},
-                              {"dtype", model.dtype_name}};
-      if (ppl) {
-        const auto text = eval::perplexity_text_encode(*model.tokenizer, docs, !c->no_bos, c->text.path);
-        eval::perplexity_text_check(model, text, c->ctx);
-        nlohmann::json rows = nlohmann::json::array();
-        for (int64_t ctx : c->ctx) {
-          eval::PerplexityOptions o = c->ppl;
-          o.ctx_len = ctx;
-          rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, text, o)));
-        }
-        entry["ppl"] = rows;
-      }
-      if (tasks) {
-        std::vector<eval::TaskResult> results;
-        for (const auto& t : task_files) results.push_back(eval::task_evaluate(model, t, c->tasks));
-        entry["tasks"] = eval::tasks_report_json(results, c->tasks, c->avg_metric);
-      }
-      if (passkey) entry["passkey"] = eval::passkey_report_json(eval::passkey_evaluate(model, c->passkey));
-      if (ruler) {
-        eval::RulerData data = ruler_data;
-        eval::ruler_data_words_default(data, *model.tokenizer);
-        entry["ruler"] = eval::ruler_report_json(eval::ruler_evaluate(model, data, r->options));
-      }
-      models.push_back(entry);
-    }
-    const nlohmann::json report = eval::compare_recovery_add({{"reference", reference}, {"models", models}});
-    eval_report_emit(a->output, eval::compare_report_markdown(report), report);
-    if (!a->output.empty() && eval_writes()) plot_run({"compare", a->output + ".json", "-o", a->output}, a->quiet);
-  });
+  compare_options_add(sub, *a, *c, *r);
+  sub->callback([a, c, r] { compare_run(*a, *c, *r); });
 }
 
 }  // namespace linear_ard::cli

@@ -7,7 +7,7 @@
 #include "linear_ard/io/hf_folder.h"      // defines: hf_folder_load
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/llama_model.h"  // defines: model_forward
-#include "linear_ard/train/distributed.h"  // defines: distributed_process
+#include "linear_ard/dist/distributed.h"  // defines: distributed_process
 
 namespace linear_ard::eval {
 
@@ -19,7 +19,7 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
   m.dtype_name = choice.dtype_name;
   m.device = choice.device;
   m.dtype = choice.dtype;
-  m.distributed = train::distributed_process(choice.device);
+  m.distributed = dist::distributed_process(choice.device);
   if (m.distributed) m.device = m.distributed->device();
 
   io::HfFolder folder = io::hf_folder_load(path, /*load_weights=*/true);

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "linear_ard/dist/distributed.h"  // defines: Distributed (items_gather)
 #include "linear_ard/eval/progress.h"     // defines: EvalProgress
-#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 
@@ -66,7 +66,7 @@ std::vector<LoglikelihoodResult> loglikelihood_compute(const EvalModel& model,
 
   // Under torchrun the request at sorted position p is scored on rank p % world (neighbours in
   // length land on every rank alike) and the scores are gathered.
-  const train::Distributed* dist = model.distributed;
+  const dist::Distributed* dist = model.distributed;
   std::vector<size_t> all_order;
   if (dist) {
     all_order = order;

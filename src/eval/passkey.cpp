@@ -5,10 +5,10 @@
 #include <random>
 #include <stdexcept>
 
-#include "linear_ard/eval/progress.h"   // defines: EvalProgress
-#include "linear_ard/eval/score.h"       // defines: mean_of
-#include "linear_ard/model/generate.h"   // defines: model_generate_greedy
-#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
+#include "linear_ard/dist/distributed.h"  // defines: Distributed, items_run
+#include "linear_ard/eval/progress.h"     // defines: EvalProgress
+#include "linear_ard/eval/score.h"        // defines: mean_of
+#include "linear_ard/model/generate.h"    // defines: model_generate_greedy
 
 namespace linear_ard::eval {
 
@@ -31,6 +31,61 @@ std::string passkey_text(int64_t filler_count, double depth, const std::string& 
   return std::string(passkey_intro) + "\n" + repeat(before) + "\nThe pass key is " + key +
          ". Remember it. " + key + " is the pass key.\n" + repeat(filler_count - before) + "\n" +
          passkey_question;
+}
+
+// One prompt's greedy continuation: its new ids, the tokens fed through (prompt + generated), and
+// the time it took.
+struct Generated {
+  std::vector<int32_t> ids;
+  int64_t tokens = 0;
+  double seconds = 0;
+};
+
+Generated passkey_generate(const EvalModel& model, const model::GenerateOptions& gen, const PasskeyPrompt& p) {
+  const auto ids = model.tokenizer->encode(p.text, true);
+  const auto prompt =
+      torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0).to(model.device);
+  const auto start = std::chrono::steady_clock::now();
+  const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen);
+  Generated g;
+  g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  g.tokens = out.size(1);
+  const auto gen_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
+  g.ids.assign(gen_ids.data_ptr<int64_t>(), gen_ids.data_ptr<int64_t>() + gen_ids.numel());
+  return g;
+}
+
+// The rows (length, depth order) of `prompts` and their continuations `generated`, scored.
+PasskeyResult passkey_result(const io::Tokenizer& tokenizer, const PasskeyOptions& options,
+                             const std::vector<PasskeyPrompt>& prompts, const std::vector<Generated>& generated) {
+  PasskeyResult result;
+  int64_t tokens = 0;
+  double seconds = 0;
+  size_t k = 0;
+  for (int64_t length : options.lengths) {
+    for (double depth : options.depths) {
+      PasskeyRow row;
+      row.length = length;
+      row.depth = depth;
+      std::vector<double> scores;
+      for (int64_t s = 0; s < options.samples; ++s, ++k) {
+        const PasskeyPrompt& p = prompts[k];
+        const Generated& g = generated[k];
+        tokens += g.tokens;
+        seconds += g.seconds;
+        const std::string text = tokenizer.decode(g.ids, /*skip_special_tokens=*/true);
+        scores.push_back(passkey_score(text, p.passkey));
+        row.outputs.push_back(text);
+        row.prompts.push_back(p);
+        row.output_ids.push_back(g.ids);
+      }
+      row.samples = options.samples;
+      row.accuracy = mean_of(scores);
+      result.rows.push_back(std::move(row));
+    }
+  }
+  result.tokens_per_s = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+  return result;
 }
 
 }  // namespace
@@ -69,31 +124,9 @@ double passkey_score(const std::string& generated, const std::string& passkey) {
 }
 
 PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& options) {
-  PasskeyResult result;
   model::GenerateOptions gen;
   gen.max_new_tokens = options.max_new_tokens;
   if (model.tokenizer->eos_id() >= 0) gen.eos_token_ids = {model.tokenizer->eos_id()};
-  // One prompt's greedy continuation: its new ids, the tokens fed through (prompt + generated), and
-  // the time it took.
-  struct Generated {
-    std::vector<int32_t> ids;
-    int64_t tokens = 0;
-    double seconds = 0;
-  };
-  const auto generate = [&](const PasskeyPrompt& p) {
-    const auto ids = model.tokenizer->encode(p.text, true);
-    const auto prompt = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong)
-                            .unsqueeze(0)
-                            .to(model.device);
-    const auto start = std::chrono::steady_clock::now();
-    const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen);
-    Generated g;
-    g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    g.tokens = out.size(1);
-    const auto gen_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
-    g.ids.assign(gen_ids.data_ptr<int64_t>(), gen_ids.data_ptr<int64_t>() + gen_ids.numel());
-    return g;
-  };
   // Prompt k (length, depth, sample order) has seed options.seed + k. Under torchrun it is generated
   // on rank k % world; the ids, token counts and times are gathered and every rank builds the rows.
   std::vector<PasskeyPrompt> prompts;
@@ -103,66 +136,27 @@ PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& opt
         prompts.push_back(passkey_prompt_make(*model.tokenizer, length, depth,
                                               options.seed + static_cast<uint64_t>(prompts.size())));
   const auto count = static_cast<int64_t>(prompts.size());
-  std::vector<Generated> generated(prompts.size());
-  const train::Distributed* dist = model.distributed;
+  const dist::Distributed* distributed = model.distributed;
   int64_t owned = 0;
-  for (int64_t k = 0; k < count; ++k) owned += !dist || dist->item_owned(k) ? 1 : 0;
+  for (int64_t k = 0; k < count; ++k) owned += !distributed || distributed->item_owned(k) ? 1 : 0;
   EvalProgress progress("passkey", owned, options.progress);
-  if (!dist) {
-    for (size_t k = 0; k < prompts.size(); ++k) {
-      generated[k] = generate(prompts[k]);
-      progress.advance(1, "prompts");
-    }
-  } else {
-    const int64_t width = 3 + options.max_new_tokens;  // id count, tokens, seconds, ids (padded)
-    std::vector<double> local;
-    for (int64_t k = 0; k < count; ++k) {
-      if (!dist->item_owned(k)) continue;
-      const Generated g = generate(prompts[static_cast<size_t>(k)]);
-      progress.advance(1, "prompts");
-      std::vector<double> item(static_cast<size_t>(width), 0.0);
-      item[0] = static_cast<double>(g.ids.size());
-      item[1] = static_cast<double>(g.tokens);
-      item[2] = g.seconds;
-      std::copy(g.ids.begin(), g.ids.end(), item.begin() + 3);
-      local.insert(local.end(), item.begin(), item.end());
-    }
-    const std::vector<double> all = dist->items_gather(count, width, local);
-    for (int64_t k = 0; k < count; ++k) {
-      const double* item = all.data() + k * width;
-      Generated& g = generated[static_cast<size_t>(k)];
-      g.ids.assign(item + 3, item + 3 + static_cast<int64_t>(item[0]));
-      g.tokens = static_cast<int64_t>(item[1]);
-      g.seconds = item[2];
-    }
+  const int64_t width = 3 + options.max_new_tokens;  // id count, tokens, seconds, ids (padded)
+  const std::vector<double> all = dist::items_run(distributed, count, width, [&](int64_t k) {
+    const Generated g = passkey_generate(model, gen, prompts[static_cast<size_t>(k)]);
+    progress.advance(1, "prompts");
+    std::vector<double> item{static_cast<double>(g.ids.size()), static_cast<double>(g.tokens), g.seconds};
+    item.insert(item.end(), g.ids.begin(), g.ids.end());
+    return item;
+  });
+  std::vector<Generated> generated(prompts.size());
+  for (int64_t k = 0; k < count; ++k) {
+    const double* item = all.data() + k * width;
+    Generated& g = generated[static_cast<size_t>(k)];
+    g.ids.assign(item + 3, item + 3 + static_cast<int64_t>(item[0]));
+    g.tokens = static_cast<int64_t>(item[1]);
+    g.seconds = item[2];
   }
-  int64_t tokens = 0;
-  double seconds = 0;
-  size_t k = 0;
-  for (int64_t length : options.lengths) {
-    for (double depth : options.depths) {
-      PasskeyRow row;
-      row.length = length;
-      row.depth = depth;
-      std::vector<double> scores;
-      for (int64_t s = 0; s < options.samples; ++s, ++k) {
-        const PasskeyPrompt& p = prompts[k];
-        const Generated& g = generated[k];
-        tokens += g.tokens;
-        seconds += g.seconds;
-        const std::string text = model.tokenizer->decode(g.ids, /*skip_special_tokens=*/true);
-        scores.push_back(passkey_score(text, p.passkey));
-        row.outputs.push_back(text);
-        row.prompts.push_back(p);
-        row.output_ids.push_back(g.ids);
-      }
-      row.samples = options.samples;
-      row.accuracy = mean_of(scores);
-      result.rows.push_back(std::move(row));
-    }
-  }
-  result.tokens_per_s = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
-  return result;
+  return passkey_result(*model.tokenizer, options, prompts, generated);
 }
 
 }  // namespace linear_ard::eval

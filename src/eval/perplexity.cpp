@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "linear_ard/eval/progress.h"     // defines: EvalProgress
-#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
+#include "linear_ard/dist/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 

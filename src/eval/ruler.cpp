@@ -9,10 +9,10 @@
 #include <random>
 #include <stdexcept>
 
-#include "linear_ard/eval/report.h"     // defines: markdown_table, number_text
-#include "linear_ard/eval/score.h"      // defines: string_match_all, string_match_part, mean_of
-#include "linear_ard/model/generate.h"  // defines: model_generate_greedy
-#include "linear_ard/train/distributed.h"  // defines: Distributed (items_gather)
+#include "linear_ard/dist/distributed.h"  // defines: Distributed, items_run
+#include "linear_ard/eval/report.h"       // defines: markdown_table, number_text
+#include "linear_ard/eval/score.h"        // defines: string_match_all, string_match_part, mean_of
+#include "linear_ard/model/generate.h"    // defines: model_generate_greedy
 
 namespace linear_ard::eval {
 
@@ -27,123 +27,129 @@ uint64_t ruler_sample_seed(uint64_t seed, const std::string& task, int64_t lengt
   return (static_cast<uint64_t>(out[0]) << 32) | out[1];
 }
 
-RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const RulerOptions& options) {
+namespace {
+
+void ruler_log(const RulerOptions& options, const std::string& line) {
+  if (options.progress) std::cerr << "[ruler] " << line << std::endl;
+}
+
+// The cells of samples prepared beforehand (--prepared), their prompts' tokens counted for `model`.
+RulerResult ruler_cells_prepared(const EvalModel& model, const RulerOptions& options) {
   RulerResult result;
-  const auto log = [&](const std::string& line) {
-    if (options.progress) std::cerr << "[ruler] " << line << std::endl;
-  };
-  size_t built = 0;
-  if (!options.prepared.empty()) {
-    for (const auto& p : options.prepared) {
+  for (const auto& p : options.prepared) {
+    RulerCell cell;
+    cell.task = p.task;
+    cell.length = p.length;
+    cell.samples = p.samples;
+    for (auto& s : cell.samples) s.tokens = static_cast<int64_t>(model.tokenizer->encode(s.prompt, true).size());
+    if (std::find(result.tasks.begin(), result.tasks.end(), p.task) == result.tasks.end())
+      result.tasks.push_back(p.task);
+    if (std::find(result.lengths.begin(), result.lengths.end(), p.length) == result.lengths.end())
+      result.lengths.push_back(p.length);
+    result.cells.push_back(std::move(cell));
+  }
+  std::sort(result.lengths.begin(), result.lengths.end());
+  return result;
+}
+
+// The cells of samples generated for the model's tokenizer: each task at each length.
+RulerResult ruler_cells_build(const EvalModel& model, const RulerData& data, const RulerOptions& options) {
+  if (options.tasks.empty() || options.lengths.empty() || options.samples < 1)
+    throw std::invalid_argument("RULER needs at least one task, one length and one sample");
+  RulerResult result;
+  result.tasks = options.tasks;
+  result.lengths = options.lengths;
+  for (const auto& name : options.tasks) {
+    const RulerTask& task = ruler_task_find(name);
+    for (int64_t length : options.lengths) {
       RulerCell cell;
-      cell.task = p.task;
-      cell.length = p.length;
-      cell.samples = p.samples;
-      for (auto& s : cell.samples) s.tokens = static_cast<int64_t>(model.tokenizer->encode(s.prompt, true).size());
-      built += cell.samples.size();
-      if (std::find(result.tasks.begin(), result.tasks.end(), p.task) == result.tasks.end())
-        result.tasks.push_back(p.task);
-      if (std::find(result.lengths.begin(), result.lengths.end(), p.length) == result.lengths.end())
-        result.lengths.push_back(p.length);
+      cell.task = name;
+      cell.length = length;
+      for (int64_t s = 0; s < options.samples; ++s) {
+        cell.samples.push_back(ruler_sample_make(task, data, *model.tokenizer, length,
+                                                 ruler_sample_seed(options.seed, name, length, s)));
+        cell.samples.back().index = s;
+      }
       result.cells.push_back(std::move(cell));
     }
-    std::sort(result.lengths.begin(), result.lengths.end());
-  } else {
-    if (options.tasks.empty() || options.lengths.empty() || options.samples < 1)
-      throw std::invalid_argument("RULER needs at least one task, one length and one sample");
-    result.tasks = options.tasks;
-    result.lengths = options.lengths;
-    for (const auto& name : options.tasks) {
-      const RulerTask& task = ruler_task_find(name);
-      for (int64_t length : options.lengths) {
-        RulerCell cell;
-        cell.task = name;
-        cell.length = length;
-        for (int64_t s = 0; s < options.samples; ++s) {
-          cell.samples.push_back(ruler_sample_make(task, data, *model.tokenizer, length,
-                                                   ruler_sample_seed(options.seed, name, length, s)));
-          cell.samples.back().index = s;
-        }
-        built += cell.samples.size();
-        result.cells.push_back(std::move(cell));
-      }
-    }
   }
-  log("built " + std::to_string(built) + " samples");
-  // Sample k (cells in task, length order; samples in order within a cell) is generated on rank
-  // k % world under torchrun; its ids and timings are gathered, and every rank scores every sample.
-  struct Generated {
-    std::vector<int32_t> ids;
-    model::GenerateStats stats;
-  };
-  std::vector<std::pair<size_t, size_t>> items;  // (cell, sample)
+  return result;
+}
+
+// One sample's greedy continuation and its prefill/decode timings.
+struct Generated {
+  std::vector<int32_t> ids;
+  model::GenerateStats stats;
+};
+
+// Sample k of `items` (cells in task, length order; samples in order within a cell) is generated on
+// rank k % world under torchrun; its ids and timings are gathered, so every rank holds every one.
+std::vector<Generated> ruler_generate(const EvalModel& model, const RulerOptions& options, const RulerResult& result,
+                                      const std::vector<std::pair<size_t, size_t>>& items) {
   int64_t width = 5;  // id count, prefill tokens, prefill s, decode tokens, decode s, then the ids
-  for (size_t c = 0; c < result.cells.size(); ++c) {
-    for (size_t i = 0; i < result.cells[c].samples.size(); ++i) items.emplace_back(c, i);
-    width = std::max<int64_t>(width, 5 + ruler_task_find(result.cells[c].task).max_new_tokens);
-  }
-  const train::Distributed* dist = model.distributed;
+  for (const auto& cell : result.cells) width = std::max<int64_t>(width, 5 + ruler_task_find(cell.task).max_new_tokens);
+  const dist::Distributed* distributed = model.distributed;
   const auto count = static_cast<int64_t>(items.size());
   const auto start = std::chrono::steady_clock::now();
   size_t done = 0;
-  const size_t mine = dist ? static_cast<size_t>((count - dist->rank() + dist->world_size() - 1) / dist->world_size())
-                           : items.size();
+  const size_t mine = distributed ? static_cast<size_t>((count - distributed->rank() + distributed->world_size() - 1) /
+                                                        distributed->world_size())
+                                  : items.size();
   const auto generate = [&](int64_t k) {
     const RulerCell& cell = result.cells[items[static_cast<size_t>(k)].first];
     const RulerSample& sample = cell.samples[items[static_cast<size_t>(k)].second];
-    const RulerTask& task = ruler_task_find(cell.task);
     model::GenerateOptions gen;
-    gen.max_new_tokens = task.max_new_tokens;
+    gen.max_new_tokens = ruler_task_find(cell.task).max_new_tokens;
     if (model.tokenizer->eos_id() >= 0) gen.eos_token_ids = {model.tokenizer->eos_id()};
     const auto ids = model.tokenizer->encode(sample.prompt, true);
     const auto prompt =
         torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0).to(model.device);
-    Generated g;
-    const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen, &g.stats);
+    model::GenerateStats stats;
+    const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen, &stats);
     const auto new_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
-    g.ids.assign(new_ids.data_ptr<int64_t>(), new_ids.data_ptr<int64_t>() + new_ids.numel());
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char line[256];
     std::snprintf(line, sizeof line, "%zu/%zu %s @%lld: %lld tokens (%.0fs elapsed, ~%.0fs left)", done, mine,
                   cell.task.c_str(), static_cast<long long>(cell.length), static_cast<long long>(sample.tokens),
                   elapsed, elapsed / static_cast<double>(done) * static_cast<double>(mine - done));
-    log(line);
-    return g;
+    ruler_log(options, line);
+    std::vector<double> item{static_cast<double>(new_ids.numel()), static_cast<double>(stats.prefill_tokens),
+                             stats.prefill_seconds, static_cast<double>(stats.decode_tokens), stats.decode_seconds};
+    item.insert(item.end(), new_ids.data_ptr<int64_t>(), new_ids.data_ptr<int64_t>() + new_ids.numel());
+    return item;
   };
+  const std::vector<double> all = dist::items_run(distributed, count, width, generate);
   std::vector<Generated> generated(items.size());
-  if (!dist) {
-    for (int64_t k = 0; k < count; ++k) generated[static_cast<size_t>(k)] = generate(k);
-  } else {
-    std::vector<double> local;
-    for (int64_t k = 0; k < count; ++k) {
-      if (!dist->item_owned(k)) continue;
-      const Generated g = generate(k);
-      std::vector<double> item(static_cast<size_t>(width), 0.0);
-      item[0] = static_cast<double>(g.ids.size());
-      item[1] = static_cast<double>(g.stats.prefill_tokens);
-      item[2] = g.stats.prefill_seconds;
-      item[3] = static_cast<double>(g.stats.decode_tokens);
-      item[4] = g.stats.decode_seconds;
-      std::copy(g.ids.begin(), g.ids.end(), item.begin() + 5);
-      local.insert(local.end(), item.begin(), item.end());
-    }
-    const std::vector<double> all = dist->items_gather(count, width, local);
-    for (int64_t k = 0; k < count; ++k) {
-      const double* item = all.data() + k * width;
-      Generated& g = generated[static_cast<size_t>(k)];
-      g.ids.assign(item + 5, item + 5 + static_cast<int64_t>(item[0]));
-      g.stats.prefill_tokens = static_cast<int64_t>(item[1]);
-      g.stats.prefill_seconds = item[2];
-      g.stats.decode_tokens = static_cast<int64_t>(item[3]);
-      g.stats.decode_seconds = item[4];
-    }
-  }
-  model::GenerateStats stats;
   for (int64_t k = 0; k < count; ++k) {
-    const Generated& g = generated[static_cast<size_t>(k)];
-    RulerCell& cell = result.cells[items[static_cast<size_t>(k)].first];
-    const RulerSample& sample = cell.samples[items[static_cast<size_t>(k)].second];
+    const double* item = all.data() + k * width;
+    Generated& g = generated[static_cast<size_t>(k)];
+    g.ids.assign(item + 5, item + 5 + static_cast<int64_t>(item[0]));
+    g.stats.prefill_tokens = static_cast<int64_t>(item[1]);
+    g.stats.prefill_seconds = item[2];
+    g.stats.decode_tokens = static_cast<int64_t>(item[3]);
+    g.stats.decode_seconds = item[4];
+  }
+  return generated;
+}
+
+}  // namespace
+
+RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const RulerOptions& options) {
+  RulerResult result = options.prepared.empty() ? ruler_cells_build(model, data, options)
+                                                : ruler_cells_prepared(model, options);
+  size_t built = 0;
+  for (const auto& cell : result.cells) built += cell.samples.size();
+  ruler_log(options, "built " + std::to_string(built) + " samples");
+  std::vector<std::pair<size_t, size_t>> items;  // (cell, sample)
+  for (size_t c = 0; c < result.cells.size(); ++c)
+    for (size_t i = 0; i < result.cells[c].samples.size(); ++i) items.emplace_back(c, i);
+  const std::vector<Generated> generated = ruler_generate(model, options, result, items);
+  model::GenerateStats stats;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const Generated& g = generated[k];
+    RulerCell& cell = result.cells[items[k].first];
+    const RulerSample& sample = cell.samples[items[k].second];
     const RulerTask& task = ruler_task_find(cell.task);
     const std::string text = model.tokenizer->decode(g.ids, /*skip_special_tokens=*/true);
     const std::string clean = ruler_prediction_clean(text);

@@ -245,6 +245,202 @@ double zeta(double alpha) {  // Riemann zeta for alpha > 1: partial sum plus the
   return s + std::pow(n + 0.5, 1 - alpha) / (alpha - 1);
 }
 
+// A task's prompt builder and the haystack sizes it may take.
+struct Haystack {
+  Builder build;
+  int64_t lo = 1, cap = int64_t{1} << 40;  // haystack size bounds
+  std::string type;                         // RulerSample::haystack_type
+};
+
+// Variable tracking. RULER prepends one solved example of about 500 tokens (3-letter variables); at
+// short lengths its budget shrinks to a quarter of the length, and it is left out when even that
+// cannot hold it.
+Haystack vt_haystack(const RulerTask& task, const io::Tokenizer& tokenizer, int64_t length, uint64_t seed) {
+  const int64_t budget = std::min<int64_t>(500, length / 4);
+  const auto icl = [&](int64_t n) { return vt_build(n, seed + 1, std::min<int64_t>(10, task.num_hops), task.num_chains, 3); };
+  const auto icl_tokens = [&](int64_t n) {
+    const Built b = icl(n);
+    return static_cast<int64_t>(tokenizer.encode(b.prompt + " " + join(b.answers, " "), false).size()) +
+           task.max_new_tokens;
+  };
+  std::string prefix;
+  if (icl_tokens(0) <= budget) {
+    int64_t a = 0, b = 1;
+    while (icl_tokens(b) <= budget) a = b, b *= 2;
+    while (b - a > 1) {
+      const int64_t m = (a + b) / 2;
+      (icl_tokens(m) <= budget ? a : b) = m;
+    }
+    const Built ex = icl(a);
+    prefix = ex.prompt + " " + join(ex.answers, " ") + "\n\n";
+  }
+  Haystack h;
+  h.type = "noise";
+  h.lo = 0;
+  h.build = [&task, seed, prefix](int64_t n) {
+    Built b = vt_build(n, seed, task.num_hops, task.num_chains, 5);
+    b.prompt = prefix + b.prompt;
+    return b;
+  };
+  return h;
+}
+
+// Common words extraction: one solved example list, then the real one.
+Haystack cwe_haystack(const RulerTask& task, const RulerData& data, int64_t length, uint64_t seed) {
+  const bool shorter = length < 4096;
+  const int64_t example_words = shorter ? 20 : 40;
+  if (static_cast<int64_t>(data.words.size()) < std::max(example_words, task.num_cw + 1))
+    throw std::invalid_argument("task cwe needs at least " + std::to_string(std::max(example_words, task.num_cw + 1)) +
+                                " words in the word list, it has " + std::to_string(data.words.size()));
+  Haystack h;
+  h.type = "words";
+  h.lo = task.num_cw;
+  h.cap = static_cast<int64_t>(data.words.size());
+  h.build = [&task, &data, seed, shorter, example_words](int64_t n) {
+    Rng rng(seed);
+    const auto ex = cwe_list(rng, data.words, example_words, shorter ? 3 : 10, shorter ? 1 : 3, task.num_cw);
+    const auto real = cwe_list(rng, data.words, n, shorter ? 6 : task.freq_cw, shorter ? 1 : task.freq_ucw, task.num_cw);
+    std::vector<std::string> ex_answer;
+    for (size_t i = 0; i < ex.second.size(); ++i) ex_answer.push_back(std::to_string(i + 1) + ". " + ex.second[i]);
+    return Built{format(cwe_template, {{"context", ex.first}}) + " " + join(ex_answer, " ") + "\n" +
+                     format(cwe_template, {{"context", real.first}}),
+                 real.second};
+  };
+  return h;
+}
+
+// Frequent words extraction: random coded words with Zipf(alpha) counts.
+Haystack fwe_haystack(const RulerTask& task, int64_t length, uint64_t seed) {
+  const int64_t vocab_size = std::max<int64_t>(4, length / 50);
+  const double z = zeta(task.alpha);
+  Haystack h;
+  h.type = "words";
+  h.lo = 0;
+  h.build = [&task, seed, vocab_size, z](int64_t n) {
+    Rng rng(seed);
+    std::set<std::string> unique;
+    while (static_cast<int64_t>(unique.size()) < vocab_size) {
+      std::string w;
+      for (int i = 0; i < 6; ++i) w += static_cast<char>('a' + below(rng, 26));
+      unique.insert(w);
+    }
+    std::vector<std::string> vocab(unique.begin(), unique.end());
+    shuffle(rng, vocab);
+    vocab[0] = "...";  // the most frequent "word" is noise
+    std::vector<std::string> words;
+    for (int64_t k = 1; k <= vocab_size; ++k) {
+      const auto count = static_cast<int64_t>(static_cast<double>(n) * std::pow(k, -task.alpha) / z);
+      for (int64_t c = 0; c < count; ++c) words.push_back(vocab[k - 1]);
+    }
+    shuffle(rng, words);
+    return Built{format(fwe_template, {{"context", join(words, " ")}}), {vocab[1], vocab[2], vocab[3]}};
+  };
+  return h;
+}
+
+// `n` documents for `item`: its gold ones, then related ones, then others of the set, shuffled.
+std::vector<int64_t> qa_documents(const QaSet& set, const QaItem& item, int64_t n, uint64_t seed) {
+  Rng rng(seed ^ 0x9E3779B97F4A7C15ull);
+  std::vector<int64_t> docs = item.gold_docs;
+  const int64_t total = static_cast<int64_t>(set.docs.size());
+  const int64_t extra = std::max<int64_t>(0, std::min(n, total) - static_cast<int64_t>(docs.size()));
+  if (extra <= static_cast<int64_t>(item.related_docs.size())) {
+    for (int64_t i : sample_indices(rng, static_cast<int64_t>(item.related_docs.size()), extra))
+      docs.push_back(item.related_docs[i]);
+  } else {
+    docs.insert(docs.end(), item.related_docs.begin(), item.related_docs.end());
+    std::set<int64_t> used(docs.begin(), docs.end());
+    std::vector<int64_t> others;
+    for (int64_t d = 0; d < total; ++d)
+      if (!used.count(d)) others.push_back(d);
+    for (int64_t i : sample_indices(rng, static_cast<int64_t>(others.size()), extra - static_cast<int64_t>(item.related_docs.size())))
+      docs.push_back(others[i]);
+  }
+  shuffle(rng, docs);
+  return docs;
+}
+
+// Question answering: one question of the task's set over a haystack of documents.
+Haystack qa_haystack(const RulerTask& task, const RulerData& data, uint64_t seed) {
+  const std::optional<QaSet>& chosen = task.dataset == "squad" ? data.squad : data.hotpot;
+  if (!chosen)
+    throw std::invalid_argument("task " + task.name + " needs the " + task.dataset + " JSON file (--" +
+                                (task.dataset == "squad" ? "squad" : "hotpotqa") + ")");
+  const QaSet* set = &*chosen;
+  Rng pick(seed);
+  const QaItem* item = &set->items[below(pick, set->items.size())];
+  Haystack h;
+  h.type = "documents";
+  h.lo = static_cast<int64_t>(item->gold_docs.size());
+  h.cap = static_cast<int64_t>(set->docs.size());
+  h.build = [item, set, seed](int64_t n) {
+    const std::vector<int64_t> docs = qa_documents(*set, *item, n, seed);
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < docs.size(); ++i)
+      parts.push_back("Document " + std::to_string(i + 1) + ":\n" + set->docs[docs[i]]);
+    return Built{format(qa_template, {{"context", join(parts, "\n\n")}, {"query", item->question}}), item->answers};
+  };
+  return h;
+}
+
+Haystack haystack_make(const RulerTask& task, const RulerData& data, const io::Tokenizer& tokenizer, int64_t length,
+                       uint64_t seed) {
+  switch (task.kind) {
+    case RulerKind::ruler_kind_niah: {
+      Haystack h;
+      h.build = niah_builder(task, data, seed, h.type);
+      h.lo = 0;
+      return h;
+    }
+    case RulerKind::ruler_kind_vt:
+      return vt_haystack(task, tokenizer, length, seed);
+    case RulerKind::ruler_kind_cwe:
+      return cwe_haystack(task, data, length, seed);
+    case RulerKind::ruler_kind_fwe:
+      return fwe_haystack(task, length, seed);
+    case RulerKind::ruler_kind_qa:
+      return qa_haystack(task, data, seed);
+  }
+  throw std::logic_error("unknown RULER task kind");
+}
+
+// The largest haystack size in [lo, cap] whose prompt, with the tokens to generate, fits `length`
+// tokens: grown from a linear estimate, then bisected. Throws when even the smallest does not fit,
+// or when a finite haystack (cwe's word list, the QA documents) runs out well before the budget,
+// which would give a shorter prompt than the length it is reported under.
+int64_t haystack_fit(const RulerTask& task, const Haystack& haystack, const std::function<int64_t(int64_t)>& tokens,
+                     int64_t length) {
+  const int64_t budget = length - task.max_new_tokens;
+  const int64_t smallest = tokens(haystack.lo);
+  if (smallest > budget)
+    throw std::invalid_argument("RULER task " + task.name + ": length " + std::to_string(length) +
+                                " is too short: the prompt with the smallest haystack has " + std::to_string(smallest) +
+                                " tokens, plus " + std::to_string(task.max_new_tokens) + " to generate");
+  const int64_t cap = haystack.cap;
+  int64_t good = haystack.lo, bad = -1;
+  int64_t step = 16;
+  while (bad < 0) {
+    const int64_t probe = std::min(cap, good + step);
+    if (probe == good) break;
+    if (tokens(probe) <= budget) {
+      good = probe;
+      step *= 2;
+    } else {
+      bad = probe;
+    }
+  }
+  while (bad >= 0 && bad - good > 1) {
+    const int64_t m = good + (bad - good) / 2;
+    (tokens(m) <= budget ? good : bad) = m;
+  }
+  if (good == cap && bad < 0 && tokens(good) < budget - budget / 10)
+    throw std::invalid_argument("RULER task " + task.name + ": length " + std::to_string(length) + ": the " +
+                                haystack.type + " haystack runs out at " + std::to_string(cap) + " units (" +
+                                std::to_string(tokens(good)) + " of " + std::to_string(budget) +
+                                " tokens); give a larger word list / QA file or a shorter length");
+  return good;
+}
+
 }  // namespace
 
 const std::vector<RulerTask>& ruler_tasks() {
@@ -312,163 +508,18 @@ const RulerTask& ruler_task_find(const std::string& name) {
 
 RulerSample ruler_sample_make(const RulerTask& task, const RulerData& data, const io::Tokenizer& tokenizer,
                               int64_t length, uint64_t seed) {
+  const Haystack haystack = haystack_make(task, data, tokenizer, length, seed);
+  const auto tokens = [&](int64_t n) {
+    return static_cast<int64_t>(tokenizer.encode(haystack.build(n).prompt, true).size());
+  };
+  const int64_t size = haystack_fit(task, haystack, tokens, length);
+  const Built b = haystack.build(size);
   RulerSample sample;
-  Builder build;
-  int64_t lo = 1, cap = int64_t{1} << 40;  // haystack size bounds
-  std::string prefix;                       // vt's in-context example
-  switch (task.kind) {
-    case RulerKind::ruler_kind_niah:
-      build = niah_builder(task, data, seed, sample.haystack_type);
-      lo = 0;
-      break;
-    case RulerKind::ruler_kind_vt: {
-      sample.haystack_type = "noise";
-      // RULER prepends one solved example of about 500 tokens (3-letter variables); at short lengths
-      // its budget shrinks to a quarter of the length, and it is left out when even that cannot hold it.
-      const int64_t budget = std::min<int64_t>(500, length / 4);
-      const auto icl = [&](int64_t n) { return vt_build(n, seed + 1, std::min<int64_t>(10, task.num_hops), task.num_chains, 3); };
-      const auto icl_tokens = [&](int64_t n) {
-        const Built b = icl(n);
-        return static_cast<int64_t>(tokenizer.encode(b.prompt + " " + join(b.answers, " "), false).size()) +
-               task.max_new_tokens;
-      };
-      if (icl_tokens(0) <= budget) {
-        int64_t a = 0, b = 1;
-        while (icl_tokens(b) <= budget) a = b, b *= 2;
-        while (b - a > 1) {
-          const int64_t m = (a + b) / 2;
-          (icl_tokens(m) <= budget ? a : b) = m;
-        }
-        const Built ex = icl(a);
-        prefix = ex.prompt + " " + join(ex.answers, " ") + "\n\n";
-      }
-      build = [&task, seed, prefix](int64_t n) {
-        Built b = vt_build(n, seed, task.num_hops, task.num_chains, 5);
-        b.prompt = prefix + b.prompt;
-        return b;
-      };
-      lo = 0;
-      break;
-    }
-    case RulerKind::ruler_kind_cwe: {
-      sample.haystack_type = "words";
-      const bool shorter = length < 4096;
-      const int64_t example_words = shorter ? 20 : 40;
-      if (static_cast<int64_t>(data.words.size()) < std::max(example_words, task.num_cw + 1))
-        throw std::invalid_argument("task cwe needs at least " + std::to_string(std::max(example_words, task.num_cw + 1)) +
-                                    " words in the word list, it has " + std::to_string(data.words.size()));
-      build = [&task, &data, seed, shorter, example_words](int64_t n) {
-        Rng rng(seed);
-        const auto ex = cwe_list(rng, data.words, example_words, shorter ? 3 : 10, shorter ? 1 : 3, task.num_cw);
-        const auto real = cwe_list(rng, data.words, n, shorter ? 6 : task.freq_cw, shorter ? 1 : task.freq_ucw, task.num_cw);
-        std::vector<std::string> ex_answer;
-        for (size_t i = 0; i < ex.second.size(); ++i) ex_answer.push_back(std::to_string(i + 1) + ". " + ex.second[i]);
-        return Built{format(cwe_template, {{"context", ex.first}}) + " " + join(ex_answer, " ") + "\n" +
-                         format(cwe_template, {{"context", real.first}}),
-                     real.second};
-      };
-      lo = task.num_cw;
-      cap = static_cast<int64_t>(data.words.size());
-      break;
-    }
-    case RulerKind::ruler_kind_fwe: {
-      sample.haystack_type = "words";
-      const int64_t vocab_size = std::max<int64_t>(4, length / 50);
-      const double z = zeta(task.alpha);
-      build = [&task, seed, vocab_size, z](int64_t n) {
-        Rng rng(seed);
-        std::set<std::string> unique;
-        while (static_cast<int64_t>(unique.size()) < vocab_size) {
-          std::string w;
-          for (int i = 0; i < 6; ++i) w += static_cast<char>('a' + below(rng, 26));
-          unique.insert(w);
-        }
-        std::vector<std::string> vocab(unique.begin(), unique.end());
-        shuffle(rng, vocab);
-        vocab[0] = "...";  // the most frequent "word" is noise
-        std::vector<std::string> words;
-        for (int64_t k = 1; k <= vocab_size; ++k) {
-          const auto count = static_cast<int64_t>(static_cast<double>(n) * std::pow(k, -task.alpha) / z);
-          for (int64_t c = 0; c < count; ++c) words.push_back(vocab[k - 1]);
-        }
-        shuffle(rng, words);
-        return Built{format(fwe_template, {{"context", join(words, " ")}}), {vocab[1], vocab[2], vocab[3]}};
-      };
-      lo = 0;
-      break;
-    }
-    case RulerKind::ruler_kind_qa: {
-      sample.haystack_type = "documents";
-      const auto& set = task.dataset == "squad" ? data.squad : data.hotpot;
-      if (!set)
-        throw std::invalid_argument("task " + task.name + " needs the " + task.dataset + " JSON file (--" +
-                                    (task.dataset == "squad" ? "squad" : "hotpotqa") + ")");
-      Rng pick(seed);
-      const QaItem& item = set->items[below(pick, set->items.size())];
-      build = [&item, &set, seed](int64_t n) {
-        Rng rng(seed ^ 0x9E3779B97F4A7C15ull);
-        std::vector<int64_t> docs = item.gold_docs;
-        const int64_t total = static_cast<int64_t>(set->docs.size());
-        const int64_t extra = std::max<int64_t>(0, std::min(n, total) - static_cast<int64_t>(docs.size()));
-        if (extra <= static_cast<int64_t>(item.related_docs.size())) {
-          for (int64_t i : sample_indices(rng, static_cast<int64_t>(item.related_docs.size()), extra))
-            docs.push_back(item.related_docs[i]);
-        } else {
-          docs.insert(docs.end(), item.related_docs.begin(), item.related_docs.end());
-          std::set<int64_t> used(docs.begin(), docs.end());
-          std::vector<int64_t> others;
-          for (int64_t d = 0; d < total; ++d)
-            if (!used.count(d)) others.push_back(d);
-          for (int64_t i : sample_indices(rng, static_cast<int64_t>(others.size()), extra - static_cast<int64_t>(item.related_docs.size())))
-            docs.push_back(others[i]);
-        }
-        shuffle(rng, docs);
-        std::vector<std::string> parts;
-        for (size_t i = 0; i < docs.size(); ++i)
-          parts.push_back("Document " + std::to_string(i + 1) + ":\n" + set->docs[docs[i]]);
-        return Built{format(qa_template, {{"context", join(parts, "\n\n")}, {"query", item.question}}), item.answers};
-      };
-      lo = static_cast<int64_t>(item.gold_docs.size());
-      cap = static_cast<int64_t>(set->docs.size());
-      break;
-    }
-  }
-  const int64_t budget = length - task.max_new_tokens;
-  const auto tokens = [&](int64_t n) { return static_cast<int64_t>(tokenizer.encode(build(n).prompt, true).size()); };
-  const int64_t smallest = tokens(lo);
-  if (smallest > budget)
-    throw std::invalid_argument("RULER task " + task.name + ": length " + std::to_string(length) +
-                                " is too short: the prompt with the smallest haystack has " + std::to_string(smallest) +
-                                " tokens, plus " + std::to_string(task.max_new_tokens) + " to generate");
-  // Largest n in [lo, cap] with tokens(n) <= budget: grow from a linear estimate, then bisect.
-  int64_t good = lo, bad = -1;
-  int64_t step = 16;
-  while (bad < 0) {
-    const int64_t probe = std::min(cap, good + step);
-    if (probe == good) break;
-    if (tokens(probe) <= budget) {
-      good = probe;
-      step *= 2;
-    } else {
-      bad = probe;
-    }
-  }
-  while (bad >= 0 && bad - good > 1) {
-    const int64_t m = good + (bad - good) / 2;
-    (tokens(m) <= budget ? good : bad) = m;
-  }
-  // A finite haystack (cwe's word list, the QA documents) that runs out well before the budget
-  // would give a shorter prompt than the length it is reported under: refuse instead.
-  if (good == cap && bad < 0 && tokens(good) < budget - budget / 10)
-    throw std::invalid_argument("RULER task " + task.name + ": length " + std::to_string(length) + ": the " +
-                                sample.haystack_type + " haystack runs out at " + std::to_string(cap) + " units (" +
-                                std::to_string(tokens(good)) + " of " + std::to_string(budget) +
-                                " tokens); give a larger word list / QA file or a shorter length");
-  const Built b = build(good);
   sample.prompt = b.prompt;
   sample.answers = b.answers;
-  sample.tokens = tokens(good);
-  sample.haystack = good;
+  sample.tokens = tokens(size);
+  sample.haystack = size;
+  sample.haystack_type = haystack.type;
   return sample;
 }
 

@@ -60,7 +60,7 @@ void folder_write_contents(const fs::path& dir, const HfFolder& folder, const Hf
   for (const auto& [name, source] : folder.tokenizer_files) {
     fs::copy_file(source, dir / name);
   }
-  checkpoint_save_weights(dir.string(), folder.weights, options.max_shard_bytes);
+  hf_weights_save(dir.string(), folder.weights, options.max_shard_bytes);
 }
 
 // Puts the finished `tmp` folder at `dir`; an existing one is moved aside first and deleted
@@ -102,7 +102,7 @@ HfFolder hf_folder_load(const std::string& path, bool load_weights) {
   for (const char* name : hf_tokenizer_file_names) {
     if (fs::is_regular_file(dir / name)) folder.tokenizer_files[name] = (dir / name).string();
   }
-  if (load_weights) folder.weights = checkpoint_load_weights(dir.string());
+  if (load_weights) folder.weights = hf_weights_load(dir.string());
   return folder;
 }
 

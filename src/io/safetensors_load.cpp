@@ -13,10 +13,12 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "linear_ard/io/safetensors.h"
 #include "linear_ard/io/safetensors_dtype.h"
+#include "linear_ard/io/utf8.h"
 
 namespace linear_ard::io {
 
@@ -63,38 +65,6 @@ std::shared_ptr<MappedFile> file_map(const std::string& path) {
   }
   ::close(fd);
   return mapped;
-}
-
-// Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF); returns the offset of
-// the first bad byte or `n` when the text is valid.
-size_t utf8_invalid_at(const uint8_t* s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    const uint8_t c = s[i];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    const uint32_t min_cp = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return n;
 }
 
 // nlohmann keeps only one of two equal keys; safetensors must refuse such a header because two
@@ -221,10 +191,12 @@ TensorMap safetensors_load(const std::string& path, std::map<std::string, std::s
     safetensors_fail(path, "truncated header: header size " + std::to_string(header_bytes) + " exceeds the " +
                                std::to_string(file->size - 8) + " bytes after the size field");
   }
-  const uint8_t* header_text = file->data + 8;
-  const size_t bad = utf8_invalid_at(header_text, header_bytes);
-  if (bad != header_bytes) safetensors_fail(path, "header is not valid UTF-8 (byte " + std::to_string(bad) + ")");
-  const json header = header_parse(path, reinterpret_cast<const char*>(header_text), header_bytes);
+  const std::string_view header_text(reinterpret_cast<const char*>(file->data + 8), header_bytes);
+  const size_t bad = utf8_first_invalid(header_text);
+  if (bad != std::string_view::npos) {
+    safetensors_fail(path, "header is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  }
+  const json header = header_parse(path, header_text.data(), header_bytes);
   if (!header.is_object()) safetensors_fail(path, "header is not a JSON object");
 
   std::vector<HeaderEntry> entries;

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/utf8.h"  // defines: utf8_first_invalid
+#include "linear_ard/io/utf8.h"  // defines: utf8_first_invalid
 
 namespace linear_ard::io {
 namespace {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "linear_ard/model/checkpointing.h"
+#include "linear_ard/model/activation_recompute.h"
 #include "linear_ard/model/mlp.h"
 #include "linear_ard/model/rms_norm.h"
 
@@ -96,9 +96,9 @@ ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
     const bool needs_graph = torch::GradMode::is_enabled() &&
                              (hidden.requires_grad() ||
                               !overrides_trainable(overrides, layer_prefix(layer) + ".").empty());
-    if (options.checkpoint_layers && needs_graph && !capture[layer] && !options.cache) {
+    if (options.recompute_layers && needs_graph && !capture[layer] && !options.cache) {
       auto fn = [ctx](const torch::Tensor& x) { return decoder_layer(ctx, x, nullptr, nullptr); };
-      hidden = checkpoint_apply(fn, hidden, overrides_trainable(overrides, layer_prefix(layer) + "."));
+      hidden = activation_recompute_apply(fn, hidden, overrides_trainable(overrides, layer_prefix(layer) + "."));
     } else {
       LayerQkv qkv;
       hidden = decoder_layer(ctx, hidden, options.cache, capture[layer] ? &qkv : nullptr);

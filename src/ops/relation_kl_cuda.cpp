@@ -1,5 +1,5 @@
-// CUDA kernels of relation_kl and relation_kl_backward: validate, allocate through the caching
-// allocator, run the core's CUDA entry points on the current stream. Built when
+// CUDA kernels of relation_kl and relation_kl_backward: validate, allocate the outputs through the
+// caching allocator, run the core's CUDA entry points on the current stream. Built when
 // LINEAR_ARD_WITH_CUDA is ON (src/ops/CMakeLists.txt).
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -36,15 +36,6 @@ std::vector<at::Tensor> relation_kl_backward_cuda_kernel(
   const c10::cuda::CUDAGuard device_guard(in.x_s.device());
   RelationKLBackward bwd = relation_kl_backward_prepare(in, grad_kl, lse_s, lse_t);
   bwd.params.stream = current_stream();
-  // Workspace from the caching allocator: freed (for reuse on this stream) when it goes out of
-  // scope, after the kernels that use it are queued.
-  const size_t workspace_bytes = relation_kl_backward_workspace_size_cuda(bwd.params);
-  at::Tensor workspace;
-  if (workspace_bytes > 0) {
-    workspace = at::empty({static_cast<int64_t>(workspace_bytes)},
-                          in.x_s.options().dtype(at::kByte));
-    bwd.params.workspace = workspace.data_ptr();
-  }
   relation_kl_core_run(&relation_kl_backward_cuda, bwd.params);
   return relation_kl_backward_results(in, bwd);
 }

@@ -20,7 +20,7 @@ ObjectiveContext objective_context_make(const RestoreConfig& config, const model
   ctx.loss_options.lambda_v = config.lambda_v;
   ctx.objective = config.objective;
   ctx.longred_max_skip = config.longred_max_skip;
-  ctx.checkpoint_layers = config.checkpoint_layers;
+  ctx.recompute_layers = config.checkpoint_layers;
   return ctx;
 }
 
@@ -36,7 +36,7 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
     torch::NoGradGuard no_grad;
     t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
   }
-  options.checkpoint_layers = ctx.checkpoint_layers;
+  options.recompute_layers = ctx.recompute_layers;
   const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
 
   const bool attention = ctx.objective.relations == Relations::kAttention;
@@ -88,7 +88,7 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
 ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids,
                            const torch::Tensor& weights) {
   model::ForwardOptions options;
-  options.checkpoint_layers = ctx.checkpoint_layers;
+  options.recompute_layers = ctx.recompute_layers;
   const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
   const int64_t n = ids.size(1);
   const auto logits = s.logits.narrow(1, 0, n - 1).to(torch::kFloat).reshape({-1, s.logits.size(-1)});
@@ -117,7 +117,7 @@ ObjectiveLoss objective_longred(const ObjectiveContext& ctx, const model::Overri
     torch::NoGradGuard no_grad;
     t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
   }
-  options.checkpoint_layers = ctx.checkpoint_layers;
+  options.recompute_layers = ctx.recompute_layers;
   if (ctx.longred_max_skip > 1) {
     const int64_t skip = torch::randint(1, ctx.longred_max_skip + 1, {1}, torch::kLong).item<int64_t>();
     options.position_ids = (torch::arange(ids.size(1), torch::kLong) * skip).unsqueeze(0).to(ids.device());

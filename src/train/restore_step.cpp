@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "linear_ard/train/gradient_buckets.h"  // defines: GradientBuckets, Distributed
+#include "linear_ard/dist/gradient_buckets.h"  // defines: GradientBuckets, Distributed
 
 namespace linear_ard::train {
 
@@ -42,7 +42,7 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
   if (settings.gradients) {
     settings.gradients->finish();
     // Every rank's loss is a mean over equally many blocks: the global mean is the mean over ranks.
-    const Distributed& d = settings.gradients->distributed();
+    const dist::Distributed& d = settings.gradients->distributed();
     std::vector<double> values{result.loss};
     for (const auto& [k, v] : result.parts) values.push_back(v);
     torch::Tensor t = torch::tensor(values, torch::kDouble).to(d.device());

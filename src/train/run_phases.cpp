@@ -261,7 +261,7 @@ RunPlan run_plan_begin(const RestoreConfig& config, const std::string& name) {
   c.dtype = *enum_from_name<RunDtype>(choice.dtype_name);
   // Under torchrun (WORLD_SIZE > 1) this process is one rank of a data-parallel run: it reads its
   // shard of the blocks, gradients are averaged over the ranks, rank 0 alone writes (docs/multi-gpu.md).
-  plan.dist = Distributed::from_env(choice.device);
+  plan.dist = dist::Distributed::from_env(choice.device);
   plan.main_rank = !plan.dist || plan.dist->is_main();
   plan.world = plan.dist ? plan.dist->world_size() : 1;
   plan.device = plan.dist ? plan.dist->device() : choice.device;

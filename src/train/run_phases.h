@@ -14,15 +14,15 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "linear_ard/dist/distributed.h"
+#include "linear_ard/dist/gradient_buckets.h"
 #include "linear_ard/io/hf_folder.h"
 #include "linear_ard/io/tokenizer.h"
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/rope.h"
 #include "linear_ard/train/block_mix.h"
-#include "linear_ard/train/distributed.h"
-#include "linear_ard/train/gradient_buckets.h"
+#include "linear_ard/train/checkpoint.h"
 #include "linear_ard/train/metrics_log.h"
-#include "linear_ard/train/restore_checkpoint.h"
 #include "linear_ard/train/restore_config.h"
 #include "linear_ard/train/restore_objective.h"
 #include "linear_ard/train/restore_step.h"
@@ -37,7 +37,7 @@ namespace linear_ard::train {
 struct RunPlan {
   RestoreConfig config;                 // resolved: device, dtype, ctx_len, stage2.ctx_len
   std::string name;                     // "restore" or "pretrain": the log prefix
-  std::unique_ptr<Distributed> dist;    // under torchrun (WORLD_SIZE > 1); null: one process
+  std::unique_ptr<linear_ard::dist::Distributed> dist;    // under torchrun (WORLD_SIZE > 1); null: one process
   bool main_rank = true;                // rank 0 alone writes
   int64_t world = 1;                    // the paper's G
   torch::Device device{torch::kCPU};
@@ -100,7 +100,7 @@ struct RunModel {
   model::LlamaWeights weights;
   model::RopeTables teacher_rope, student_rope;
   std::unique_ptr<TrainableSet> trainables;
-  std::optional<GradientBuckets> gradients;
+  std::optional<dist::GradientBuckets> gradients;
   ObjectiveContext ctx;
   torch::Tensor eval_ids;
   // The LM-loss weights of the micro-batch drawn last (block_mix's; undefined: plain mean):

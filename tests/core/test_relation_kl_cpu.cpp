@@ -20,26 +20,16 @@
 #include <cstdint>
 #include <limits>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "linear_ard/core/relation_kl.h"
+#include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_describe, relation_kl_huge
 #include "linear_ard/core/relation_kl_problem.h"    // defines: RelationKLProblem, RelationKLProblemSpec
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 
 namespace linear_ard {
 namespace {
-
-std::string describe(const RelationKLProblemSpec& s) {
-  std::ostringstream out;
-  out << "seed=" << s.seed << " B=" << s.batch << " H=" << s.heads << " n=" << s.seq_len
-      << " heads_y(s,t)=" << s.heads_y_student << "," << s.heads_y_teacher << " d(s,t)=" << s.dim_student
-      << "," << s.dim_teacher << " dtype=" << dtype_name(s.dtype) << " causal=" << s.causal
-      << " self=" << s.self_relation << " strided=" << s.strided << " mask=" << int(s.mask)
-      << " last_batch_masked=" << s.last_batch_masked << " logit_std=" << s.logit_std;
-  return out.str();
-}
 
 constexpr double kGradientTolerance = 4;
 
@@ -52,7 +42,7 @@ enum class NanPolicy { kExact, kMaySpread };
 // Runs forward and backward of `problem` and checks them against the reference; failures name the spec.
 void expect_matches_reference(RelationKLProblem& problem, NanPolicy nan_policy = NanPolicy::kExact) {
   const RelationKLProblemSpec& spec = problem.spec();
-  SCOPED_TRACE(describe(spec));
+  SCOPED_TRACE(relation_kl_describe(spec));
   RelationKLParams& p = problem.params();
   relation_kl_forward_cpu(p);
   relation_kl_backward_cpu(p);
@@ -212,13 +202,6 @@ class RelationKLCpuNonFinite : public ::testing::TestWithParam<DType> {};
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// An input value whose logits overflow the accumulation type (3e38^2 > fp32 max; 1e200^2 > fp64
-// max); fp16 cannot hold such a value, so Inf there.
-double huge(DType dtype) {
-  if (dtype == DType::kF16) return kInf;
-  return dtype == DType::kF64 ? 1e200 : 3e38;
-}
-
 RelationKLProblemSpec nonfinite_spec(DType dtype) {
   RelationKLProblemSpec s = base_spec(97, 64, dtype);
   s.batch = 2;
@@ -320,7 +303,7 @@ TEST_P(RelationKLCpuNonFinite, OverflowingLogitsGiveNaN) {
   for (int64_t b = 0; b < s.batch; ++b)
     for (int32_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.seq_len; ++i)
-        for (int32_t k = 0; k < s.dim_teacher; ++k) problem.set_input(true, false, b, h, i, k, huge(s.dtype));
+        for (int32_t k = 0; k < s.dim_teacher; ++k) problem.set_input(true, false, b, h, i, k, relation_kl_huge(s.dtype));
   relation_kl_forward_cpu(problem.params());
   relation_kl_backward_cpu(problem.params());
   EXPECT_EQ(nan_rows(problem.kl).size(), problem.kl.size());
@@ -335,8 +318,8 @@ TEST_P(RelationKLCpuNonFinite, LogitOverflowingToMinusInfGivesNaN) {
   s.self_relation = false;
   s.causal = false;
   RelationKLProblem problem(s);
-  problem.set_input(true, false, 0, 0, 20, 0, huge(s.dtype));
-  for (int64_t j = 0; j < s.seq_len; ++j) problem.set_input(true, true, 0, 0, j, 0, j == 9 ? -huge(s.dtype) : 1e-3);
+  problem.set_input(true, false, 0, 0, 20, 0, relation_kl_huge(s.dtype));
+  for (int64_t j = 0; j < s.seq_len; ++j) problem.set_input(true, true, 0, 0, j, 0, j == 9 ? -relation_kl_huge(s.dtype) : 1e-3);
   relation_kl_forward_cpu(problem.params());
   relation_kl_backward_cpu(problem.params());
   EXPECT_TRUE(std::isnan(problem.kl[20]));

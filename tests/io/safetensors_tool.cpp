@@ -1,7 +1,7 @@
 // safetensors_tool: the bridge the Python tests use to drive the C++ io layer.
 //   safetensors_tool summary <file.safetensors | folder>   JSON: metadata, dtype/shape/crc32 per tensor
 //   safetensors_tool copy <in.safetensors> <out.safetensors>           read then write, metadata kept
-//   safetensors_tool reshard <in folder> <out folder> <max_shard_bytes>  checkpoint weights only
+//   safetensors_tool reshard <in folder> <out folder> <max_shard_bytes>  model weights only
 //   safetensors_tool hf-copy <in folder> <out folder> <max_shard_bytes>  whole HF folder
 // Errors go to stderr with exit status 1.
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "linear_ard/io/checkpoint.h"
+#include "linear_ard/io/hf_weights.h"
 #include "linear_ard/io/hf_folder.h"
 #include "linear_ard/io/safetensors.h"
 #include "linear_ard/io/safetensors_dtype.h"
@@ -50,7 +50,7 @@ int tool_run(int argc, char** argv) {
   if (command == "summary" && argc == 3) {
     nlohmann::json out;
     if (std::filesystem::is_directory(argv[2])) {
-      out["tensors"] = tensors_summary(checkpoint_load_weights(argv[2]));
+      out["tensors"] = tensors_summary(hf_weights_load(argv[2]));
     } else {
       std::map<std::string, std::string> metadata;
       out["tensors"] = tensors_summary(safetensors_load(argv[2], &metadata));
@@ -66,7 +66,7 @@ int tool_run(int argc, char** argv) {
     return 0;
   }
   if (command == "reshard" && argc == 5) {
-    checkpoint_save_weights(argv[3], checkpoint_load_weights(argv[2]), std::stoll(argv[4]));
+    hf_weights_save(argv[3], hf_weights_load(argv[2]), std::stoll(argv[4]));
     return 0;
   }
   if (command == "hf-copy" && argc == 5) {

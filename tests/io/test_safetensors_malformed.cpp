@@ -59,6 +59,8 @@ const MalformedCase malformed_cases[] = {
     {"invalid_utf8", "{\"\xff\":1}", 0, 0, "header is not valid UTF-8 (byte 2)"},
     {"overlong_utf8", "{\"\xc0\xaf\":1}", 0, 0, "header is not valid UTF-8"},
     {"surrogate_utf8", "{\"\xed\xa0\x80\":1}", 0, 0, "header is not valid UTF-8"},
+    {"above_max_utf8", "{\"\xf4\x90\x80\x80\":1}", 0, 0, "header is not valid UTF-8 (byte 2)"},
+    {"truncated_utf8", "{\"a\xe2\x82", 0, 0, "header is not valid UTF-8 (byte 3)"},
     {"metadata_not_string", R"({"__metadata__":{"format":1}})", 0, 0, "__metadata__ value of 'format' is not a string"},
     {"metadata_not_object", R"({"__metadata__":"pt"})", 0, 0, "__metadata__ is not a JSON object"},
     {"missing_offsets", R"({"a":{"dtype":"F32","shape":[1]}})", 4, 0, "tensor 'a': 'data_offsets' must be two non-negative integers"},

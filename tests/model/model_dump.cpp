@@ -1,5 +1,5 @@
 // model_dump: runs the C++ model on a HuggingFace folder and writes what the parity test compares
-// (RoPE inv_freq, logits, hidden states, post-RoPE Q/K/V, greedy generation, early-stop Q/K/V, checkpointed vs
+// (RoPE inv_freq, logits, hidden states, post-RoPE Q/K/V, greedy generation, early-stop Q/K/V, recomputed vs
 // plain gradients) to one safetensors file.
 //
 //   model_dump MODEL_DIR OUT.safetensors --ids "1 2 3,4 5 6" [--mask "1 1 0,1 1 1"]
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "linear_ard/io/checkpoint.h"     // checkpoint_load_weights
+#include "linear_ard/io/hf_weights.h"     // hf_weights_load
 #include "linear_ard/io/hf_config.h"      // hf_config_from_json
 #include "linear_ard/io/json_file.h"      // json_file_read
 #include "linear_ard/io/safetensors.h"    // safetensors_save
@@ -58,25 +58,25 @@ torch::ScalarType parse_dtype(const std::string& name) {
 }
 
 // Gradients of a fixed random projection of the logits with respect to trainable copies of a few
-// weights, with and without activation checkpointing.
+// weights, with and without activation recomputation.
 void dump_gradients(const model::LlamaWeights& weights, const model::RopeTables& rope,
                     const torch::Tensor& ids, io::TensorMap& out) {
   const int64_t last = weights.config.num_hidden_layers - 1;
   const std::vector<std::string> names{"model.layers.0.self_attn.q_proj.weight",
                                        "model.layers." + std::to_string(last) + ".mlp.down_proj.weight",
                                        "model.layers.0.input_layernorm.weight"};
-  for (bool checkpoint : {false, true}) {
+  for (bool recompute : {false, true}) {
     model::Overrides overrides;
     for (const auto& name : names)
       overrides.replace[name] = weights.tensors.at(name).clone().requires_grad_(true);
     model::ForwardOptions options;
-    options.checkpoint_layers = checkpoint;
+    options.recompute_layers = recompute;
     auto logits = model::model_forward(weights, rope, overrides, ids, options).logits;
     torch::manual_seed(7);
     auto probe = torch::randn(logits.sizes(), logits.options());
     (logits * probe).sum().backward();
     for (const auto& name : names)
-      out[std::string(checkpoint ? "grad.checkpoint." : "grad.plain.") + name] =
+      out[std::string(recompute ? "grad.recompute." : "grad.plain.") + name] =
           overrides.replace[name].grad();
   }
 }
@@ -116,7 +116,7 @@ int run(int argc, char** argv) {
   const model::ModelConfig config = io::hf_config_from_json(config_json);
   if (!config_out.empty())
     io::json_file_write(config_out + "/config.json", io::hf_config_to_json(config, config_json));
-  io::TensorMap tensors = io::checkpoint_load_weights(folder);
+  io::TensorMap tensors = io::hf_weights_load(folder);
   for (auto& [name, t] : tensors) t = t.to(device, dtype);
   const model::LlamaWeights weights = model::llama_weights_from_map(config, std::move(tensors));
   const model::RopeTables rope = model::rope_tables_init(config);

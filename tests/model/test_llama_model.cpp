@@ -1,4 +1,4 @@
-// Model behaviours that need no reference library: early stop, KV cache, checkpointed gradients,
+// Model behaviours that need no reference library: early stop, KV cache, gradients through recomputed layers,
 // RoPE tables of teacher and student over one set of weights.
 #include <gtest/gtest.h>
 
@@ -77,7 +77,7 @@ TEST(LlamaModel, CheckpointedGradientsEqualPlain) {
     o.lora["model.layers.0.mlp.up_proj"] = {torch::randn({4, 48}).requires_grad_(true),
                                             torch::randn({80, 4}).mul(0.01).requires_grad_(true), 0.5};
     ForwardOptions opt;
-    opt.checkpoint_layers = ckpt == 1;
+    opt.recompute_layers = ckpt == 1;
     opt.capture_qkv_layers = {2};
     auto out = model_forward(w, rope, o, ids, opt);
     (out.logits.square().mean() + out.qkv.at(2).q.sum()).backward();

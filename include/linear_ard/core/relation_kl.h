@@ -84,8 +84,6 @@ struct RelationKLParams {
   float* dx = nullptr;
   float* dy = nullptr;
 
-  // Scratch memory for implementations that need it (size from *_workspace_size), else nullptr.
-  void* workspace = nullptr;
   // CUDA stream (cudaStream_t) for the CUDA entry points; ignored on CPU.
   void* stream = nullptr;
 };
@@ -98,7 +96,6 @@ void relation_kl_forward_cpu(const RelationKLParams& p);
 void relation_kl_backward_cpu(const RelationKLParams& p);
 
 // CUDA (defined only when built with CUDA; see LINEAR_ARD_WITH_CUDA).
-size_t relation_kl_backward_workspace_size_cuda(const RelationKLParams& p);
 void relation_kl_forward_cuda(const RelationKLParams& p);
 void relation_kl_backward_cuda(const RelationKLParams& p);
 

@@ -12,9 +12,9 @@
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/rope.h"
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 class Distributed;
-}  // namespace linear_ard::train
+}  // namespace linear_ard::dist
 
 namespace linear_ard::eval {
 
@@ -30,13 +30,13 @@ struct EvalModel {
   std::unique_ptr<io::Tokenizer> tokenizer;
   // Under torchrun (WORLD_SIZE > 1): this process's rank; the scorers split their windows, requests
   // or prompts over the ranks and gather the scores, so every rank returns the whole result.
-  const train::Distributed* distributed = nullptr;
+  const dist::Distributed* distributed = nullptr;
 };
 
 // Loads `path` (config, weights, tokenizer). device: cpu, cuda or auto (cuda when available);
 // dtype: fp32, bf16 or auto (bf16 on cuda, fp32 on cpu). Throws std::invalid_argument for a bad
 // device/dtype name or a cuda request without a CUDA device. Under torchrun the process joins its
-// process group here (train::distributed_process) and loads onto its own GPU (LOCAL_RANK).
+// process group here (dist::distributed_process) and loads onto its own GPU (LOCAL_RANK).
 EvalModel eval_model_load(const std::string& path, const std::string& device = "auto",
                           const std::string& dtype = "auto");
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "linear_ard/io/checkpoint.h"
+#include "linear_ard/io/hf_weights.h"
 #include "linear_ard/io/safetensors.h"
 #include "linear_ard/model/model_config.h"
 
@@ -31,11 +31,11 @@ struct HfFolder {
 
 // Reads `path`: config.json (required; model_config = hf_config_from_json of it),
 // generation_config.json and tokenizer files (optional), and the weights
-// (checkpoint_load_weights) when `load_weights`. Throws naming the file at fault.
+// (hf_weights_load) when `load_weights`. Throws naming the file at fault.
 HfFolder hf_folder_load(const std::string& path, bool load_weights = true);
 
 struct HfFolderSaveOptions {
-  int64_t max_shard_bytes = checkpoint_default_shard_bytes;
+  int64_t max_shard_bytes = hf_weights_default_shard_bytes;
   bool overwrite = false;  // replace an existing non-empty folder
 };
 

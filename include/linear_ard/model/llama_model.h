@@ -1,6 +1,6 @@
 // The LLaMA-family decoder forward over shared weights: ForwardOptions in, ModelOutputs out
 // (logits, HF-convention hidden states, post-RoPE Q/K/V of chosen layers), with early stop after a
-// layer's QKV projection, a KV cache, and activation checkpointing.
+// layer's QKV projection, a KV cache, and activation recomputation.
 #pragma once
 
 #include <map>
@@ -31,7 +31,7 @@ struct ForwardOptions {
   bool logits_last_only = false;  // logits of the last position only (decoding)
   // Recompute each decoder layer in backward instead of storing its activations. Layers whose
   // Q/K/V are captured run normally, so the captured tensors carry gradients.
-  bool checkpoint_layers = false;
+  bool recompute_layers = false;
   // Read and extended in place when set; positions continue after the cached tokens.
   KvCache* cache = nullptr;
 };

@@ -25,10 +25,10 @@ struct ObjectiveContext {
   ops::RelationLossOptions loss_options;   // causal, lambda_q/k/v
   ObjectiveConfig objective;
   int64_t longred_max_skip = 1;
-  bool checkpoint_layers = false;
+  bool recompute_layers = false;
 };
 
-// The context of run `config` (lambdas, objective, LongReD skip, checkpoint_layers) over `weights`
+// The context of run `config` (lambdas, objective, LongReD skip, checkpoint_layers as recompute_layers) over `weights`
 // and both RoPEs for the resolved distilled `layers`; the references must outlive it.
 ObjectiveContext objective_context_make(const RestoreConfig& config, const model::LlamaWeights& weights,
                                         const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,

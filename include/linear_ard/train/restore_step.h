@@ -14,9 +14,11 @@
 #include "linear_ard/train/restore_objective.h"
 #include "linear_ard/train/trainable_set.h"
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
+class GradientBuckets;  // dist/gradient_buckets.h: data-parallel gradient averaging
+}  // namespace linear_ard::dist
 
-class GradientBuckets;  // gradient_buckets.h: data-parallel gradient averaging
+namespace linear_ard::train {
 
 // A stage's loss on one micro-batch of ids [B, n] under the student's overrides.
 using StageLoss = std::function<ObjectiveLoss(const model::Overrides&, const torch::Tensor&)>;
@@ -29,7 +31,7 @@ struct StepSettings {
   int64_t global_step = 0;      // named in errors
   // Data-parallel runs (several ranks): gradients and the reported loss are averaged over the ranks
   // (each rank's micro-batches are its own shard); null: one process.
-  GradientBuckets* gradients = nullptr;
+  dist::GradientBuckets* gradients = nullptr;
 };
 
 // A non-finite loss or gradient norm: the run diverged (or overflowed its dtype) at this step.

@@ -1,7 +1,8 @@
 // Relation-KL backward on tensor cores: column-parallel, dY in registers, dX through fp32 atomics.
 #pragma once
 
-#include "relation_kl_common.cuh"  // defines: mma16816, ldmatrix_x4(_trans), load_tile, ex2, pack2
+#include "relation_kl_bwd_common.cuh"  // defines: LINEAR_ARD_BWD_PROLOGUE, bwd_stage_dz, bwd_store_dy, bwd_launch
+#include "relation_kl_common.cuh"       // defines: mma16816, ldmatrix_x4(_trans), load_tile, ex2, pack2
 
 namespace linear_ard {
 namespace cuda {
@@ -49,30 +50,7 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
   constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = Tile::kPitch, ZP = Tile::kZPitch;
   constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sYs = reinterpret_cast<T*>(smem_raw);
-  T* sYt = sYs + BN * P;
-  T* sX = sYt + BN * P;              // [stage][model][BM][P]
-  T* sZ = sX + 2 * 2 * BM * P;       // dZ^T [buffer][BN][ZP]
-  float* sStat = reinterpret_cast<float*>(sZ + 2 * BN * ZP);  // [stage][lse2_s, lse2_t, g*scale_s][BM]
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
-  const int hy = blockIdx.y;
-  const int64_t b = blockIdx.z, n = p.seq_len;
-  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int group = p.heads / p.student.heads_y;
-  const int ds = p.student.head_dim, dt = p.teacher.head_dim;
-  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
-  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
-
-  // This thread's keys in the S^T accumulators: rows g and g+8 of its warp's 16.
-  const int64_t key_lo = j0 + warp * 16 + g;
-  bool key_ok[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t key = key_lo + 8 * r;
-    key_ok[r] = key < n && (kmask == nullptr || kmask[key]);
-  }
-  const bool any_hidden_key = kmask != nullptr || j0 + BN > n;
+  LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
 
   const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
   const int64_t per_head = rt_end - rt_begin;
@@ -245,40 +223,15 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
       }
       // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
       T* zrow = sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
-      *reinterpret_cast<uint32_t*>(zrow) = a[0];
-      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP) = a[1];
-      *reinterpret_cast<uint32_t*>(zrow + 8) = a[2];
-      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP + 8) = a[3];
+      bwd_stage_dz<ZP>(zrow, a);
     }
-
   }
   if (iters > 0) {
     __syncthreads();
     dx_pass(iters - 1);
   }
 
-  // dY of this CTA's keys is complete: it owns them, so plain stores (or, for the self-relation,
-  // atomics into dx, where other CTAs add dX rows).
-  if (!p.dy) {
-    float* dx_head = p.dx + (b * p.heads + hy) * n * ds;
-#pragma unroll
-    for (int i = 0; i < DT; ++i) atomic_add_frag(dx_head, ds, key_lo, n, i * 8, ds, dy[i], dx_vec4);
-    return;
-  }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t key = key_lo + 8 * r;
-    if (key >= n) continue;
-#pragma unroll
-    for (int i = 0; i < DT; ++i) {
-      const int col = i * 8 + 2 * tq;
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (col + e >= ds) continue;
-        p.dy[((b * p.student.heads_y + hy) * n + key) * ds + col + e] = dy[i][2 * r + e];
-      }
-    }
-  }
+  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -286,15 +239,7 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
 
 template <typename T, int D>
 void relation_kl_bwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
-  using Tile = BwdTile<D>;
-  auto kernel = relation_kl_bwd_kernel<T, D>;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(Tile::kSmemBytes)),
-             "relation_kl_bwd: set shared memory");
-  const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kKeys - 1) / Tile::kKeys), p.student.heads_y,
-                  static_cast<unsigned>(p.batch));
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
-  cuda_check(cudaGetLastError(), "relation_kl_bwd launch");
+  bwd_launch<BwdTile<D>>(relation_kl_bwd_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd");
 }
 
 }  // namespace cuda

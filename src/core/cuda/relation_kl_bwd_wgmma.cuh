@@ -1,18 +1,18 @@
-// Backward variant "wgmma" (sm_90a, D <= 128): relation_kl_bwd_kernel with S^T = Y X^T of both
-// models as warpgroup MMAs from shared memory. The CTA's 8 warps are two warpgroups of 64 keys;
-// Y and X tiles are kept in the core-matrix layout (relation_kl_sm90.cuh), which wgmma reads by
-// descriptor and the ldmatrix(.trans) of the dY and dX GEMMs read as before (each 8 x 8 block is
-// 128 contiguous bytes). This removes the 80 ldmatrix.x4 per warp and row tile of the S^T GEMM
-// (of about 150): the tensor cores read each X tile once per warpgroup instead of once per warp.
-// Everything else (exponentials, dZ^T staging, dY in registers, dX atomics, one barrier per row
-// tile) is the default kernel's. Selected by LINEAR_ARD_CUDA_BWD_VARIANT=wgmma; "wgmma2" also
-// computes dY += dZ^T X_s by wgmma (A = dZ^T from registers, B = X_s from shared memory).
+// Relation-KL backward on warpgroup MMA (sm_90a, D <= 128; the default there): relation_kl_bwd.cuh's
+// algorithm with S^T = Y X^T of both models and dY += dZ^T X_s as wgmma. The CTA's 8 warps are two
+// warpgroups of 64 keys; Y and X tiles are kept in the core-matrix layout (relation_kl_sm90.cuh),
+// which wgmma reads by descriptor and the ldmatrix(.trans) of the dX GEMM reads as before (each
+// 8 x 8 block is 128 contiguous bytes). Against the mma.sync kernel this removes the S^T GEMM's 80
+// ldmatrix.x4 per warp and row tile and the dY GEMM's 32 ldmatrix.x4 and 64 mma.sync: the tensor
+// cores read each X tile once per warpgroup instead of once per warp. Everything else
+// (exponentials, dZ^T staging, dX atomics, one barrier per row tile) is the mma.sync kernel's.
+// (dev/cuda/relation_kl_backward.cu keeps the variant with the dY GEMM on mma.sync.)
 #pragma once
 
 #include <type_traits>
 
-#include "relation_kl_bwd.cuh"   // defines: BwdTile
-#include "relation_kl_sm90.cuh"  // defines: cm_desc, cm_desc_mn, wgmma_*, fence_proxy_async
+#include "relation_kl_bwd_common.cuh"  // defines: LINEAR_ARD_BWD_PROLOGUE, bwd_stage_dz, bwd_store_dy, bwd_launch
+#include "relation_kl_sm90.cuh"        // defines: cm_desc, cm_desc_mn, wgmma_*, fence_proxy_async
 
 namespace linear_ard {
 namespace cuda {
@@ -47,9 +47,9 @@ struct BwdRowStats {
 // CUDA kernels
 
 // Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_kernel (see there for the algorithm).
-// kDyWgmma (variant "wgmma2"): dY += dZ^T X_s by wgmma as well, A = the dZ^T registers, B = the
-// X_s tile read MN-major through a descriptor: the ldmatrix.trans and mma.sync of dY go away.
-template <typename T, int D, bool kDyWgmma>
+// dY += dZ^T X_s by wgmma: A = the dZ^T registers, B = the X_s tile read MN-major through a
+// descriptor.
+template <typename T, int D>
 __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     relation_kl_bwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
 #ifdef LINEAR_ARD_SM90A
@@ -57,30 +57,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
   constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
   constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  T* sYs = reinterpret_cast<T*>(smem_raw);
-  T* sYt = sYs + BN * P;
-  T* sX = sYt + BN * P;              // [stage][model][BM][P]
-  T* sZ = sX + 2 * 2 * BM * P;       // dZ^T [buffer][BN][ZP]
-  float* sStat = reinterpret_cast<float*>(sZ + 2 * BN * ZP);  // [stage][lse2_s, lse2_t, g*scale_s][BM]
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
-  const int hy = blockIdx.y;
-  const int64_t b = blockIdx.z, n = p.seq_len;
-  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int group = p.heads / p.student.heads_y;
-  const int ds = p.student.head_dim, dt = p.teacher.head_dim;
-  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
-  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
-
-  // This thread's keys in the S^T accumulators: rows g and g+8 of its warp's 16.
-  const int64_t key_lo = j0 + warp * 16 + g;
-  bool key_ok[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t key = key_lo + 8 * r;
-    key_ok[r] = key < n && (kmask == nullptr || kmask[key]);
-  }
-  const bool any_hidden_key = kmask != nullptr || j0 + BN > n;
+  LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
 
   const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
   const int64_t iters = (rt_end - rt_begin) * group;
@@ -268,7 +245,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     }
 
     // dY[keys] += dZ^T X_s: A = dZ^T straight from the accumulators (two 8-row n-tiles make one
-    // 16-wide k-step), B = X_s read transposed (ldmatrix) or MN-major (wgmma).
+    // 16-wide k-step), B = X_s read MN-major.
     uint32_t za[BM / 16][4];
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
@@ -277,34 +254,20 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       a[1] = pack2<T>(zs[2 * kk][2], zs[2 * kk][3]);
       a[2] = pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]);
       a[3] = pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3]);
-      if constexpr (!kDyWgmma) {
-#pragma unroll
-        for (int np = 0; np < DT / 2; ++np) {
-          uint32_t bf[4];
-          ldmatrix_x4_trans(bf, sXs + bt_off + kk * 16 * D + np * 128);
-          mma16816<T>(dy[2 * np], a, bf[0], bf[1]);
-          mma16816<T>(dy[2 * np + 1], a, bf[2], bf[3]);
-        }
-      }
       // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
       T* zrow = sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
-      *reinterpret_cast<uint32_t*>(zrow) = a[0];
-      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP) = a[1];
-      *reinterpret_cast<uint32_t*>(zrow + 8) = a[2];
-      *reinterpret_cast<uint32_t*>(zrow + 8 * ZP + 8) = a[3];
+      bwd_stage_dz<ZP>(zrow, a);
     }
-    if constexpr (kDyWgmma) {
-      // Warpgroup wg's 64 keys x D: k = the tile's 64 rows, 16 per step (16 D elements apart).
-      fence_regs(dy);
-      wgmma_fence();
+    // Warpgroup wg's 64 keys x D: k = the tile's 64 rows, 16 per step (16 D elements apart).
+    fence_regs(dy);
+    wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk) {
-        wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], cm_desc_mn<D>(sXs + kk * 16 * D), true);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(dy);
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], cm_desc_mn<D>(sXs + kk * 16 * D), true);
     }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(dy);
     if (it + 1 < iters) stats_store(next_stats, stage ^ 1);
     prev_pos = cur;
     cur = next;
@@ -314,45 +277,16 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     dx_pass(prev_pos, static_cast<int>((iters - 1) & 1));
   }
 
-  // dY of this CTA's keys is complete: it owns them, so plain stores (or, for the self-relation,
-  // atomics into dx, where other CTAs add dX rows).
-  if (!p.dy) {
-    float* dx_head = p.dx + (b * p.heads + hy) * n * ds;
-#pragma unroll
-    for (int i = 0; i < DT; ++i) atomic_add_frag(dx_head, ds, key_lo, n, i * 8, ds, dy[i], dx_vec4);
-    return;
-  }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t key = key_lo + 8 * r;
-    if (key >= n) continue;
-#pragma unroll
-    for (int i = 0; i < DT; ++i) {
-      const int col = i * 8 + 2 * tq;
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (col + e >= ds) continue;
-        p.dy[((b * p.student.heads_y + hy) * n + key) * ds + col + e] = dy[i][2 * r + e];
-      }
-    }
-  }
+  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
 #endif  // LINEAR_ARD_SM90A
 }
 
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-template <typename T, int D, bool kDyWgmma>
+template <typename T, int D>
 void relation_kl_bwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
-  using Tile = BwdWgmmaTile<D>;
-  auto kernel = relation_kl_bwd_wgmma_kernel<T, D, kDyWgmma>;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(Tile::kSmemBytes)),
-             "relation_kl_bwd_wgmma: set shared memory");
-  const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kKeys - 1) / Tile::kKeys), p.student.heads_y,
-                  static_cast<unsigned>(p.batch));
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
-  cuda_check(cudaGetLastError(), "relation_kl_bwd_wgmma launch");
+  bwd_launch<BwdWgmmaTile<D>>(relation_kl_bwd_wgmma_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd_wgmma");
 }
 
 }  // namespace cuda

@@ -92,12 +92,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
                : "r"(smem_u32(p)));
 }
 
-// Adds one 16x8 fp32 mma C fragment (c0,c1: row r, columns 2tq, 2tq+1 of the tile; c2,c3: row
-// r + 8) to rows [row, row + 8] x columns [col0, col0 + 8) of a row-major fp32 matrix with atomics;
-// rows >= nrows and columns >= ncols are skipped. `vec4`: 16-byte aligned rows and ncols % 4 == 0.
-// On sm_90 the lanes tq, tq^1 swap half their values so each holds 4 consecutive columns of one
-// row, and one 16-byte red.global.add.v4.f32 replaces four scalar atomics (a quarter of the L2
-// atomic operations). Every lane of the warp must call it (the swap is a shuffle).
 // One 16x8 mma C fragment as 4 consecutive columns of one row per lane: lanes tq, tq^1 of a quad
 // swap half their values, so an even lane holds row r, columns 2tq..2tq+3 and an odd lane row
 // r + 8, columns 2(tq-1)..2tq+1. Every lane of the warp must call it (shuffles).
@@ -108,6 +102,12 @@ __device__ __forceinline__ float4 frag_row4(const float (&c)[4]) {
   return odd ? make_float4(s0, s1, c[2], c[3]) : make_float4(c[0], c[1], s0, s1);
 }
 
+// Adds one 16x8 fp32 mma C fragment (c0,c1: row r, columns 2tq, 2tq+1 of the tile; c2,c3: row
+// r + 8) to rows [row, row + 8] x columns [col0, col0 + 8) of a row-major fp32 matrix with atomics;
+// rows >= nrows and columns >= ncols are skipped. `vec4`: 16-byte aligned rows and ncols % 4 == 0.
+// On sm_90 the lanes tq, tq^1 swap half their values so each holds 4 consecutive columns of one
+// row, and one 16-byte red.global.add.v4.f32 replaces four scalar atomics (a quarter of the L2
+// atomic operations). Every lane of the warp must call it (the swap is a shuffle).
 __device__ __forceinline__ void atomic_add_frag(float* m, int64_t ld, int64_t row, int64_t nrows, int col0,
                                                 int ncols, const float (&c)[4], bool vec4) {
   const int tq = threadIdx.x % 4;

@@ -1,62 +1,16 @@
-// Relation-KL CUDA entry points: validate, pick the kernel (tensor cores for bf16/fp16 with
-// d <= 256, SIMT otherwise) and the head-dim bucket, launch on params.stream.
+// Relation-KL CUDA entry points: validate, pick the kernels (tensor cores for bf16/fp16 with
+// d <= 256, SIMT otherwise; the warpgroup-MMA backward on sm_90a) and the head-dim bucket, launch
+// on params.stream.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
-#include <string>
 
 #include "linear_ard/core/relation_kl.h"  // defines: RelationKLParams, relation_kl_check
 #include "relation_kl_common.cuh"         // defines: cuda_check, side_is_vec
-#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd,simt_fwd,simt_bwd}_launch
+#include "relation_kl_cuda_kernels.h"     // defines: RelationKLCudaKernels, relation_kl_*_cuda_kernels
+#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd,bwd_wgmma,simt_fwd,simt_bwd}_launch
 
 namespace linear_ard {
 namespace {
-
-// LINEAR_ARD_CUDA_PATH=simt forces the SIMT kernels: the checks use it to compare both paths.
-bool force_simt() {
-  const char* v = std::getenv("LINEAR_ARD_CUDA_PATH");
-  return v != nullptr && std::strcmp(v, "simt") == 0;
-}
-
-// Backward kernel variants, chosen per process (read once) for comparing them without rebuilding:
-// LINEAR_ARD_CUDA_BWD_VARIANT = default (unset: wgmma2 where usable, else mma.sync) | mma | wgmma |
-// wgmma2 (relation_kl_bwd_wgmma.cuh says what they change). The wgmma ones apply to 16-bit inputs
-// with D <= 128 on a compute-capability 9.0 device that can load the sm_90a image; elsewhere the
-// mma.sync kernel runs (with one warning on stderr when a wgmma variant was asked for by name).
-// wgmma2 passes every reference check on an H200 and is 8-9 % faster than mma.sync (docs/kernel.md).
-// The forward has one kernel (mma.sync): a wgmma forward was measured 13-16 % slower and removed;
-// LINEAR_ARD_CUDA_FWD_VARIANT accepts only default / mma.
-enum class Variant { kDefault, kMma, kWgmma, kWgmma2 };
-
-Variant variant_from_env(const char* name) {
-  const char* v = std::getenv(name);
-  const bool bwd = std::strcmp(name, "LINEAR_ARD_CUDA_BWD_VARIANT") == 0;
-  if (v == nullptr || *v == 0 || std::strcmp(v, "default") == 0) return Variant::kDefault;
-  if (std::strcmp(v, "mma") == 0) return Variant::kMma;
-  if (bwd && std::strcmp(v, "wgmma") == 0) return Variant::kWgmma;
-  if (bwd && std::strcmp(v, "wgmma2") == 0) return Variant::kWgmma2;
-  throw std::invalid_argument(std::string("relation_kl CUDA: ") + name + "=" + v +
-                              (bwd ? " (expected default, mma, wgmma or wgmma2)" : " (expected default or mma)"));
-}
-Variant fwd_variant() {
-  static const Variant v = variant_from_env("LINEAR_ARD_CUDA_FWD_VARIANT");
-  return v;
-}
-Variant bwd_variant() {
-  static const Variant v = variant_from_env("LINEAR_ARD_CUDA_BWD_VARIANT");
-  return v;
-}
-bool wgmma_usable() {
-  const bool ok = cuda::relation_kl_sm90a_available();
-  static bool warned = false;
-  if (!ok && !warned) {
-    warned = true;
-    std::fprintf(stderr, "linear_ard: wgmma kernel variant needs an sm_90a image on a 9.0 device; using default\n");
-  }
-  return ok;
-}
 
 int head_dim_bucket(const RelationKLParams& p) {
   const int d = std::max(p.student.head_dim, p.teacher.head_dim);
@@ -67,8 +21,18 @@ int head_dim_bucket(const RelationKLParams& p) {
   return 0;
 }
 
-bool use_tensor_cores(const RelationKLParams& p) {
-  return (p.dtype == DType::kBF16 || p.dtype == DType::kF16) && head_dim_bucket(p) != 0 && !force_simt();
+// Tensor cores for kDefault (bf16/fp16, d <= 256) and kMmaSync (which refuses other inputs).
+bool use_tensor_cores(const RelationKLParams& p, RelationKLCudaKernels kernels) {
+  const bool tc_ok = (p.dtype == DType::kBF16 || p.dtype == DType::kF16) && head_dim_bucket(p) != 0;
+  if (kernels == RelationKLCudaKernels::kMmaSync && !tc_ok) {
+    throw std::invalid_argument("relation_kl CUDA: the mma.sync kernels need bf16/fp16 inputs with head_dim <= 256");
+  }
+  return kernels != RelationKLCudaKernels::kSimt && tc_ok;
+}
+
+// The warpgroup-MMA backward: kDefault, D <= 128, a device that loads the sm_90a image.
+bool use_wgmma_backward(int bucket, RelationKLCudaKernels kernels) {
+  return kernels == RelationKLCudaKernels::kDefault && bucket <= 128 && cuda::relation_kl_sm90a_available();
 }
 
 void check_simt_supported(const RelationKLParams& p) {
@@ -107,13 +71,10 @@ void dispatch_simt(const RelationKLParams& p, F&& f) {
 
 }  // namespace
 
-size_t relation_kl_backward_workspace_size_cuda(const RelationKLParams&) { return 0; }
-
-void relation_kl_forward_cuda(const RelationKLParams& p) {
+void relation_kl_forward_cuda_kernels(const RelationKLParams& p, RelationKLCudaKernels kernels) {
   relation_kl_check(p, false);
   if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return;
-  if (use_tensor_cores(p)) {
-    (void)fwd_variant();  // default and mma are the same kernel; anything else is refused here
+  if (use_tensor_cores(p, kernels)) {
     const size_t e = dtype_size(p.dtype);
     const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
     dispatch_tc(p, [&](auto t, auto d) {
@@ -127,10 +88,10 @@ void relation_kl_forward_cuda(const RelationKLParams& p) {
   }
 }
 
-void relation_kl_backward_cuda(const RelationKLParams& p) {
+void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCudaKernels kernels) {
   relation_kl_check(p, true);
   if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return;
-  if (use_tensor_cores(p)) {
+  if (use_tensor_cores(p, kernels)) {
     // dX arrives through atomics from every key tile: start from zero.
     const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
     cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)),
@@ -141,13 +102,7 @@ void relation_kl_backward_cuda(const RelationKLParams& p) {
       using T = decltype(t);
       constexpr int D = decltype(d)::value;
       if constexpr (D <= 128) {
-        const Variant v = bwd_variant();
-        if (v == Variant::kDefault && cuda::relation_kl_sm90a_available())
-          return cuda::relation_kl_bwd_wgmma_launch<T, D, true>(p, vs, vt);
-        if ((v == Variant::kWgmma || v == Variant::kWgmma2) && wgmma_usable()) {
-          if (v == Variant::kWgmma2) return cuda::relation_kl_bwd_wgmma_launch<T, D, true>(p, vs, vt);
-          return cuda::relation_kl_bwd_wgmma_launch<T, D, false>(p, vs, vt);
-        }
+        if (use_wgmma_backward(D, kernels)) return cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
       }
       cuda::relation_kl_bwd_launch<T, D>(p, vs, vt);
     });
@@ -155,6 +110,19 @@ void relation_kl_backward_cuda(const RelationKLParams& p) {
     check_simt_supported(p);
     dispatch_simt(p, [&](auto t) { cuda::relation_kl_simt_bwd_launch<decltype(t)>(p); });
   }
+}
+
+const char* relation_kl_backward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
+  if (!use_tensor_cores(p, kernels)) return "simt";
+  return use_wgmma_backward(head_dim_bucket(p), kernels) ? "wgmma" : "mma.sync";
+}
+
+void relation_kl_forward_cuda(const RelationKLParams& p) {
+  relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
+}
+
+void relation_kl_backward_cuda(const RelationKLParams& p) {
+  relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
 }
 
 }  // namespace linear_ard

@@ -1,7 +1,8 @@
-// Hopper-only (sm_90a) building blocks of the wgmma kernel variants: the core-matrix shared-memory
-// tile layout that wgmma reads through descriptors, its tile loads, and the wgmma instructions.
-// The variant kernels compile to real code only in the sm_90a pass (__CUDA_ARCH_FEAT_SM90_ALL);
-// relation_kl_sm90a_available() tells the host whether the loaded image is that one.
+// Hopper-only (sm_90a) building blocks of the warpgroup-MMA backward: wgmma descriptors of the
+// core-matrix shared-memory tile layout (relation_kl_common.cuh: cm_off, load_tile_cm) and the
+// wgmma instructions. Kernels using them compile to real code only in the sm_90a pass
+// (__CUDA_ARCH_FEAT_SM90_ALL); relation_kl_sm90a_available() tells the host whether the loaded
+// image is that one.
 #pragma once
 
 #include "relation_kl_common.cuh"  // defines: cp_async16, smem_u32, to_float, cm_off
@@ -64,32 +65,6 @@ template <>
 struct WgmmaType<__half> {
   static constexpr bool kBF16 = false;
 };
-
-// D(64 x 32, fp32) (+)= A(64 x 16, registers: the mma.sync m16n8k16 A fragment of each warp's 16
-// rows) * B, B given by a K-major descriptor of 32 rows (n) x 16 columns (k). The accumulator
-// layout per warp equals four mma.sync 16 x 8 C fragments: c[i] = columns 8i..8i+7.
-// accumulate = false overwrites c.
-#define LINEAR_ARD_WGMMA_RS_N32(TY)                                                                      \
-  asm volatile(                                                                                          \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"                                                       \
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY                                            \
-      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n" \
-      : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]),         \
-        "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]),         \
-        "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3])                                        \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)))
-template <typename T>
-__device__ __forceinline__ void wgmma_m64n32k16_rs(float (&c)[4][4], const uint32_t (&a)[4], uint64_t desc_b,
-                                                   bool accumulate) {
-#ifdef LINEAR_ARD_SM90A
-  if constexpr (WgmmaType<T>::kBF16) {
-    LINEAR_ARD_WGMMA_RS_N32("bf16");
-  } else {
-    LINEAR_ARD_WGMMA_RS_N32("f16");
-  }
-#endif
-}
-#undef LINEAR_ARD_WGMMA_RS_N32
 
 // D(64 x 64, fp32) (+)= A * B, A (64 rows m x 16 columns k) and B (64 rows n x 16 columns k) both
 // given by K-major descriptors. Accumulator per warp (rows 16w..16w+15 of the 64) = eight mma.sync

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "linear_ard/io/utf8.h"
+
 #include "json_field.h"
 #include "tokenizer_regex.h"
-#include "utf8.h"
+#include "unicode_properties.h"
 
 namespace linear_ard::io {
 namespace {

@@ -5,8 +5,9 @@
 #include <queue>
 #include <stdexcept>
 
+#include "linear_ard/io/utf8.h"
+
 #include "json_field.h"
-#include "utf8.h"
 
 namespace linear_ard::io {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "utf8.h"
+#include "linear_ard/io/utf8.h"
 
 namespace linear_ard::io {
 namespace {

@@ -4,11 +4,12 @@
 
 #include <stdexcept>
 
+#include "linear_ard/io/utf8.h"
+
 #include "byte_level.h"
 #include "json_field.h"
 #include "pre_tokenizer.h"
 #include "tokenizer_regex.h"
-#include "utf8.h"
 
 namespace linear_ard::io {
 namespace {

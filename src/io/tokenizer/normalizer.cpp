@@ -6,11 +6,12 @@
 #include <string_view>
 #include <vector>
 
+#include "linear_ard/io/utf8.h"
+
 #include "json_field.h"
 #include "tokenizer_regex.h"
 #include "unicode_normalize.h"
 #include "unicode_properties.h"
-#include "utf8.h"
 
 namespace linear_ard::io {
 namespace {

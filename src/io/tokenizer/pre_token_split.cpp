@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "utf8.h"
+#include "linear_ard/io/utf8.h"
 
 namespace linear_ard::io {
 namespace {

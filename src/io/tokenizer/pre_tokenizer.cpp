@@ -10,7 +10,6 @@
 #include "pre_token_split.h"
 #include "tokenizer_regex.h"
 #include "unicode_properties.h"
-#include "utf8.h"
 
 namespace linear_ard::io {
 namespace {

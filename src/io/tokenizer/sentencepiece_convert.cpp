@@ -12,41 +12,31 @@
 
 namespace linear_ard::io {
 
-nlohmann::json sentencepiece_bpe_to_tokenizer_json(const std::string& model_path) {
-  using nlohmann::json;
-  sentencepiece::SentencePieceProcessor sp;
-  const auto status = sp.Load(model_path);
-  if (!status.ok()) throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + status.ToString());
-  const int n = sp.GetPieceSize();
-  const auto special = [&](int id) { return sp.IsControl(id) || sp.IsUnknown(id); };
+namespace {
 
-  json vocab = json::object();
-  std::unordered_map<std::string, int> ids;
-  json added = json::array();
-  for (int id = 0; id < n; ++id) {
-    const std::string piece = sp.IdToPiece(id);
-    vocab[piece] = id;
-    ids[piece] = id;
-    if (special(id))
-      added.push_back({{"id", id}, {"content", piece}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", false}, {"special", true}});
-  }
-  // SentencePiece BPE merges the adjacent pair whose union scores highest; HF BPE the pair of lowest
-  // rank. Ranking every (left, right) split of a piece by the piece's score (ties: piece id, then the
-  // parts' ids, as transformers' SentencePieceExtractor orders them) makes the two agree.
+using nlohmann::json;
+
+bool piece_special(const sentencepiece::SentencePieceProcessor& sp, int id) {
+  return sp.IsControl(id) || sp.IsUnknown(id);
+}
+
+// SentencePiece BPE merges the adjacent pair whose union scores highest; HF BPE the pair of lowest
+// rank. Ranking every (left, right) split of a piece by the piece's score (ties: piece id, then the
+// parts' ids, as transformers' SentencePieceExtractor orders them) makes the two agree.
+json merges_of(const sentencepiece::SentencePieceProcessor& sp, const std::unordered_map<std::string, int>& ids) {
   const auto ordinary = [&](const std::string& piece) {
     const auto it = ids.find(piece);
-    return it != ids.end() && !special(it->second) && !sp.IsByte(it->second);
+    return it != ids.end() && !piece_special(sp, it->second) && !sp.IsByte(it->second);
   };
   std::vector<std::tuple<float, int, int, int, std::string, std::string>> merges;
-  for (int id = 0; id < n; ++id) {
-    if (special(id) || sp.IsByte(id)) continue;
+  for (int id = 0; id < sp.GetPieceSize(); ++id) {
+    if (piece_special(sp, id) || sp.IsByte(id)) continue;
     const std::string piece = sp.IdToPiece(id);
     for (size_t k = 1; k < piece.size(); ++k) {
       if ((static_cast<unsigned char>(piece[k]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
       const std::string left = piece.substr(0, k), right = piece.substr(k);
       if (ordinary(left) && ordinary(right))
-        merges.emplace_back(-sp.GetScore(id), id, ids[left], ids[right], left, right);
+        merges.emplace_back(-sp.GetScore(id), id, ids.at(left), ids.at(right), left, right);
     }
   }
   std::sort(merges.begin(), merges.end(), [](const auto& a, const auto& b) {
@@ -55,17 +45,39 @@ nlohmann::json sentencepiece_bpe_to_tokenizer_json(const std::string& model_path
   });
   json merge_list = json::array();
   for (const auto& m : merges) merge_list.push_back({std::get<4>(m), std::get<5>(m)});
+  return merge_list;
+}
 
-  const std::string bos = sp.bos_id() >= 0 ? sp.IdToPiece(sp.bos_id()) : "";
-  json post = nullptr;
-  if (!bos.empty()) {
-    const json s = {{"SpecialToken", {{"id", bos}, {"type_id", 0}}}};
-    post = {{"type", "TemplateProcessing"},
-            {"single", {s, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-            {"pair", {s, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                      {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}},
-                      {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
-            {"special_tokens", {{bos, {{"id", bos}, {"ids", {sp.bos_id()}}, {"tokens", {bos}}}}}}};
+// TemplateProcessing that prepends BOS (null without one).
+json post_processor_of(const sentencepiece::SentencePieceProcessor& sp) {
+  if (sp.bos_id() < 0) return nullptr;
+  const std::string bos = sp.IdToPiece(sp.bos_id());
+  if (bos.empty()) return nullptr;
+  const json s = {{"SpecialToken", {{"id", bos}, {"type_id", 0}}}};
+  return {{"type", "TemplateProcessing"},
+          {"single", {s, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+          {"pair", {s, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                    {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}},
+                    {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+          {"special_tokens", {{bos, {{"id", bos}, {"ids", {sp.bos_id()}}, {"tokens", {bos}}}}}}};
+}
+
+}  // namespace
+
+json sentencepiece_bpe_to_tokenizer_json(const std::string& model_path) {
+  sentencepiece::SentencePieceProcessor sp;
+  const auto status = sp.Load(model_path);
+  if (!status.ok()) throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + status.ToString());
+  json vocab = json::object();
+  std::unordered_map<std::string, int> ids;
+  json added = json::array();
+  for (int id = 0; id < sp.GetPieceSize(); ++id) {
+    const std::string piece = sp.IdToPiece(id);
+    vocab[piece] = id;
+    ids[piece] = id;
+    if (piece_special(sp, id))
+      added.push_back({{"id", id}, {"content", piece}, {"single_word", false}, {"lstrip", false},
+                       {"rstrip", false}, {"normalized", false}, {"special", true}});
   }
   const std::string space = "\xe2\x96\x81";  // U+2581, SentencePiece's whitespace mark
   return {
@@ -77,7 +89,7 @@ nlohmann::json sentencepiece_bpe_to_tokenizer_json(const std::string& model_path
                       {"normalizers", {{{"type", "Prepend"}, {"prepend", space}},
                                        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", space}}}}}},
       {"pre_tokenizer", nullptr},
-      {"post_processor", post},
+      {"post_processor", post_processor_of(sp)},
       {"decoder", {{"type", "Sequence"},
                    {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", space}}}, {"content", " "}},
                                  {{"type", "ByteFallback"}},
@@ -92,7 +104,7 @@ nlohmann::json sentencepiece_bpe_to_tokenizer_json(const std::string& model_path
                  {"byte_fallback", true},
                  {"ignore_merges", false},
                  {"vocab", vocab},
-                 {"merges", merge_list}}}};
+                 {"merges", merges_of(sp, ids)}}}};
 }
 
 }  // namespace linear_ard::io

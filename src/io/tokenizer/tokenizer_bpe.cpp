@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "linear_ard/io/utf8.h"
+
 #include "added_vocabulary.h"
 #include "bpe_model.h"
 #include "decoder.h"
@@ -13,7 +15,6 @@
 #include "post_processor.h"
 #include "pre_tokenizer.h"
 #include "tokenizer_config.h"
-#include "utf8.h"
 
 namespace linear_ard::io {
 

@@ -6,8 +6,9 @@
 
 #include <stdexcept>
 
+#include "linear_ard/io/utf8.h"
+
 #include "tokenizer_config.h"
-#include "utf8.h"
 
 namespace linear_ard::io {
 

@@ -6,8 +6,9 @@
 #include <cstdlib>
 #include <new>
 
+#include "linear_ard/io/utf8.h"
+
 #include "unicode_age.h"
-#include "utf8.h"
 
 namespace linear_ard::io {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "byte_level.h"  // defines: byte_level_char, byte_level_encode, byte_level_decode
-#include "utf8.h"        // defines: utf8_decode_lossy, utf8_first_invalid
+#include "linear_ard/io/utf8.h"  // defines: utf8_decode_lossy, utf8_first_invalid
 
 namespace linear_ard::io {
 namespace {

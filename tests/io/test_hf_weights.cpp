@@ -1,11 +1,11 @@
-// Sharded checkpoints: transformers' split rule and names, the index, stale shards, bad indexes.
+// HF weights (sharded or one file): transformers' split rule and names, the index, stale shards, bad indexes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "io_test_dir.h"
-#include "linear_ard/io/checkpoint.h"
+#include "linear_ard/io/hf_weights.h"
 #include "linear_ard/io/json_file.h"
 
 using namespace linear_ard::io;
@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class Checkpoint : public IoTestDir {};
+class HfWeights : public IoTestDir {};
 
 // 100-byte tensors (25 floats) except "c", which is 400 bytes.
 TensorMap tensors_sample() {
@@ -33,12 +33,12 @@ void expect_same(const TensorMap& a, const TensorMap& b) {
 
 }  // namespace
 
-TEST_F(Checkpoint, ShardsLikeTransformers) {
+TEST_F(HfWeights, ShardsLikeTransformers) {
   const TensorMap tensors = tensors_sample();
-  checkpoint_save_weights(dir_.string(), tensors, 250);
+  hf_weights_save(dir_.string(), tensors, 250);
   // huggingface_hub emits an oversized tensor as a shard at once, before the one being filled:
   // c (400 > 250) is shard 1, then a+b, then d+e.
-  const nlohmann::json index = json_file_read(path(checkpoint_index_name));
+  const nlohmann::json index = json_file_read(path(hf_weights_index_name));
   EXPECT_EQ(index["metadata"]["total_size"], 800);
   EXPECT_EQ(index["metadata"]["total_parameters"], 200);
   const nlohmann::json expected_map = {{"a", "model-00002-of-00003.safetensors"},
@@ -47,30 +47,30 @@ TEST_F(Checkpoint, ShardsLikeTransformers) {
                                        {"d", "model-00003-of-00003.safetensors"},
                                        {"e", "model-00003-of-00003.safetensors"}};
   EXPECT_EQ(index["weight_map"], expected_map);
-  expect_same(checkpoint_load_weights(dir_.string()), tensors);
+  expect_same(hf_weights_load(dir_.string()), tensors);
   EXPECT_EQ(safetensors_load(path("model-00001-of-00003.safetensors")).size(), 1u);
 }
 
-TEST_F(Checkpoint, SingleFileWhenItFitsAndStaleFilesGo) {
+TEST_F(HfWeights, SingleFileWhenItFitsAndStaleFilesGo) {
   const TensorMap tensors = tensors_sample();
-  checkpoint_save_weights(dir_.string(), tensors, 250);
+  hf_weights_save(dir_.string(), tensors, 250);
   std::ofstream(path("README.md")) << "kept";
-  checkpoint_save_weights(dir_.string(), tensors, 1000);
+  hf_weights_save(dir_.string(), tensors, 1000);
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(dir_)) names.insert(e.path().filename().string());
-  EXPECT_EQ(names, (std::set<std::string>{"README.md", checkpoint_single_name}));
-  expect_same(checkpoint_load_weights(dir_.string()), tensors);
+  EXPECT_EQ(names, (std::set<std::string>{"README.md", hf_weights_single_name}));
+  expect_same(hf_weights_load(dir_.string()), tensors);
 
-  checkpoint_save_weights(dir_.string(), tensors, 600);  // back to 2 shards (a-c, d-e): the single file goes
-  EXPECT_FALSE(fs::exists(path(checkpoint_single_name)));
+  hf_weights_save(dir_.string(), tensors, 600);  // back to 2 shards (a-c, d-e): the single file goes
+  EXPECT_FALSE(fs::exists(path(hf_weights_single_name)));
   EXPECT_TRUE(fs::exists(path("model-00002-of-00002.safetensors")));
-  expect_same(checkpoint_load_weights(dir_.string()), tensors);
+  expect_same(hf_weights_load(dir_.string()), tensors);
 }
 
-TEST_F(Checkpoint, RefusesBadIndexesAndEmptyFolders) {
+TEST_F(HfWeights, RefusesBadIndexesAndEmptyFolders) {
   auto expect_error = [&](const std::string& expected) {
     try {
-      checkpoint_load_weights(dir_.string());
+      hf_weights_load(dir_.string());
       FAIL() << "no exception, expected: " << expected;
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
@@ -79,17 +79,17 @@ TEST_F(Checkpoint, RefusesBadIndexesAndEmptyFolders) {
   expect_error("holds neither model.safetensors nor model.safetensors.index.json");
 
   safetensors_save(path("s.safetensors"), {{"a", torch::zeros({1})}});
-  std::ofstream(path(checkpoint_index_name)) << R"({"weight_map":{"a":"s.safetensors","b":"s.safetensors"}})";
+  std::ofstream(path(hf_weights_index_name)) << R"({"weight_map":{"a":"s.safetensors","b":"s.safetensors"}})";
   expect_error("tensor 'b' is listed in s.safetensors but that shard lacks it");
-  std::ofstream(path(checkpoint_index_name), std::ios::trunc) << R"({"weight_map":{"a":"../s.safetensors"}})";
+  std::ofstream(path(hf_weights_index_name), std::ios::trunc) << R"({"weight_map":{"a":"../s.safetensors"}})";
   expect_error("names '../s.safetensors', not a file of the folder");
-  std::ofstream(path(checkpoint_index_name), std::ios::trunc) << R"({"weights":{}})";
+  std::ofstream(path(hf_weights_index_name), std::ios::trunc) << R"({"weights":{}})";
   expect_error("has no 'weight_map' object");
-  std::ofstream(path(checkpoint_index_name), std::ios::trunc) << R"({"weight_map":)";
+  std::ofstream(path(hf_weights_index_name), std::ios::trunc) << R"({"weight_map":)";
   expect_error("not valid JSON");
-  std::ofstream(path(checkpoint_index_name), std::ios::trunc) << R"({"weight_map":{"a":"missing.safetensors"}})";
+  std::ofstream(path(hf_weights_index_name), std::ios::trunc) << R"({"weight_map":{"a":"missing.safetensors"}})";
   expect_error("missing.safetensors: cannot open");
 
-  EXPECT_THROW(checkpoint_save_weights(dir_.string(), {}, 100), std::runtime_error);
-  EXPECT_THROW(checkpoint_save_weights(dir_.string(), tensors_sample(), 0), std::runtime_error);
+  EXPECT_THROW(hf_weights_save(dir_.string(), {}, 100), std::runtime_error);
+  EXPECT_THROW(hf_weights_save(dir_.string(), tensors_sample(), 0), std::runtime_error);
 }

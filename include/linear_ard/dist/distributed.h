@@ -16,7 +16,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 
 class Distributed {
  public:
@@ -87,4 +87,10 @@ const Distributed* distributed_process(const torch::Device& device);
 // What distributed_process joined, or null (nothing joined, or one process).
 const Distributed* distributed_joined();
 
-}  // namespace linear_ard::train
+// Runs item(k) for each k in [0, count) on the rank that owns it (Distributed::item_owned; every k
+// when `distributed` is null), each giving at most `width` doubles (zero-padded to `width`), and
+// returns every item's `width` doubles in item order, on every rank.
+std::vector<double> items_run(const Distributed* distributed, int64_t count, int64_t width,
+                              const std::function<std::vector<double>(int64_t)>& item);
+
+}  // namespace linear_ard::dist

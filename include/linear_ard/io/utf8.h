@@ -1,4 +1,5 @@
-// UTF-8 helpers the tokenizer pipeline shares: iteration, encoding, validation, lossy decoding.
+// utf8: UTF-8 iteration, encoding, strict validation and lossy decoding (the tokenizers, the
+// safetensors header check).
 #pragma once
 
 #include <cstddef>
@@ -19,15 +20,5 @@ size_t utf8_first_invalid(std::string_view text);
 // Rust's String::from_utf8_lossy (what HF decoders use): each maximal ill-formed subpart becomes
 // one U+FFFD, so decoded text is identical to HF's even when ids split a character.
 std::string utf8_decode_lossy(std::string_view bytes);
-
-// Rust's char::is_whitespace (Unicode White_Space), used by added-token lstrip/rstrip and the
-// Strip normalizer.
-bool unicode_is_white_space(char32_t cp);
-
-// Length of the run of White_Space characters that starts valid UTF-8 `s`.
-size_t leading_white_space_length(std::string_view s);
-
-// Start of the run of White_Space characters that ends valid UTF-8 `s` (s.size() when none).
-size_t trailing_white_space_begin(std::string_view s);
 
 }  // namespace linear_ard::io

@@ -1,13 +1,13 @@
 // gradient_buckets: gradients as views of flat bucket buffers, all-reduced from post-accumulate-grad
 // hooks during backward.
-#include "linear_ard/train/gradient_buckets.h"
+#include "linear_ard/dist/gradient_buckets.h"
 
 #include <stdexcept>
 
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 namespace {
 
 struct AccumulatedHook : torch::autograd::PostAccumulateGradHook {
@@ -113,4 +113,4 @@ void GradientBuckets::finish() {
   }
 }
 
-}  // namespace linear_ard::train
+}  // namespace linear_ard::dist

@@ -8,9 +8,9 @@
 
 #include <torch/torch.h>
 
-#include "linear_ard/train/distributed.h"
+#include "linear_ard/dist/distributed.h"
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 
 // Why hooks on our own buckets and not c10d::Reducer: the Reducer is DDP's engine, driven by the
 // Python DistributedDataParallel (prepare_for_backward per forward, bucket rebuilding after the
@@ -66,4 +66,4 @@ class GradientBuckets {
   size_t next_bucket_ = 0;  // the next bucket to start, in index order
 };
 
-}  // namespace linear_ard::train
+}  // namespace linear_ard::dist

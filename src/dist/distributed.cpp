@@ -1,6 +1,6 @@
 // distributed: env:// rendezvous on a c10d TCPStore, a gloo or NCCL backend, and the few
 // collectives the trainer and the evaluators use.
-#include "linear_ard/train/distributed.h"
+#include "linear_ard/dist/distributed.h"
 
 #include <atomic>
 #include <cstdio>
@@ -19,7 +19,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-namespace linear_ard::train {
+namespace linear_ard::dist {
 
 // What a collective wait is, and until when it may last (0: no wait in progress).
 struct Distributed::WaitGuard {
@@ -79,6 +79,61 @@ int64_t env_int(const char* name, bool required, int64_t fallback) {
   return value;
 }
 
+// The run's store, under a prefix of this torchrun attempt. torchrun's agent already serves a
+// TCPStore on MASTER_ADDR:MASTER_PORT and says so; without it (processes started by hand) rank 0
+// serves it, as torch.distributed's env:// does.
+c10::intrusive_ptr<c10d::Store> store_connect(const std::string& addr, int64_t port, int64_t rank, int64_t world,
+                                              std::chrono::milliseconds timeout) {
+  const bool agent_store = env_text("TORCHELASTIC_USE_AGENT_STORE", false) == "True";
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = !agent_store && rank == 0;
+  options.numWorkers = agent_store ? std::nullopt : std::optional<std::size_t>(static_cast<size_t>(world));
+  options.waitWorkers = !agent_store;
+  options.timeout = timeout;
+  options.multiTenant = true;
+  c10::intrusive_ptr<c10d::Store> tcp;
+  try {
+    tcp = c10::make_intrusive<c10d::TCPStore>(addr, options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(rank) + ": rendezvous at " + addr + ":" +
+                             std::to_string(port) + " failed (" + e.what() + ")");
+  }
+  // A restarted torchrun worker group must not read the keys of the previous attempt.
+  const std::string attempt = env_text("TORCHELASTIC_RESTART_COUNT", false);
+  return c10::make_intrusive<c10d::PrefixStore>("linear_ard/" + (attempt.empty() ? "0" : attempt), tcp);
+}
+
+// NCCL for a CUDA device, gloo for the CPU; `name` gets which.
+c10::intrusive_ptr<c10d::Backend> backend_make(const torch::Device& device, const c10::intrusive_ptr<c10d::Store>& store,
+                                               int64_t rank64, int64_t world, std::chrono::milliseconds timeout,
+                                               std::string& name) {
+  const int rank = static_cast<int>(rank64), size = static_cast<int>(world);
+  if (device.is_cuda()) {
+#if defined(LINEAR_ARD_WITH_NCCL) && defined(USE_C10D_NCCL)
+    // The watchdog tears a rank down when a collective passes the timeout (e.g. a peer died), and
+    // blocking waits make Work::wait itself return the error on the CPU (within the timeout) instead
+    // of leaving the failure to a later device sync. No flight-recorder dump delays the exit.
+    setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", /*overwrite=*/0);
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+    setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "0", /*overwrite=*/0);
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = timeout;
+    name = "nccl";
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl_options);
+#else
+    throw std::invalid_argument("distributed run on CUDA: this build has no NCCL (nccl.h was not found at configure "
+                                "time, or libtorch was built without USE_C10D_NCCL)");
+#endif
+  }
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+  const std::string interface = env_text("GLOO_SOCKET_IFNAME", false);
+  gloo_options->devices.push_back(interface.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                                    : c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  name = "gloo";
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo_options);
+}
+
 }  // namespace
 
 std::unique_ptr<Distributed> Distributed::from_env(const torch::Device& device) {
@@ -107,53 +162,8 @@ std::unique_ptr<Distributed> Distributed::from_env(const torch::Device& device) 
     c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(d->device_);
   }
 
-  // torchrun's agent already serves a TCPStore on MASTER_ADDR:MASTER_PORT and says so; without it
-  // (processes started by hand) rank 0 serves it, as torch.distributed's env:// does.
-  const bool agent_store = env_text("TORCHELASTIC_USE_AGENT_STORE", false) == "True";
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<std::uint16_t>(port);
-  options.isServer = !agent_store && d->rank_ == 0;
-  options.numWorkers = agent_store ? std::nullopt : std::optional<std::size_t>(static_cast<size_t>(world));
-  options.waitWorkers = !agent_store;
-  options.timeout = d->timeout_;
-  options.multiTenant = true;
-  c10::intrusive_ptr<c10d::Store> tcp;
-  try {
-    tcp = c10::make_intrusive<c10d::TCPStore>(addr, options);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("rank " + std::to_string(d->rank_) + ": rendezvous at " + addr + ":" +
-                             std::to_string(port) + " failed (" + e.what() + ")");
-  }
-  // A restarted torchrun worker group must not read the keys of the previous attempt.
-  const std::string attempt = env_text("TORCHELASTIC_RESTART_COUNT", false);
-  d->store_ = c10::make_intrusive<c10d::PrefixStore>("linear_ard/" + (attempt.empty() ? "0" : attempt), tcp);
-
-  const int rank = static_cast<int>(d->rank_), size = static_cast<int>(world);
-  if (device.is_cuda()) {
-#if defined(LINEAR_ARD_WITH_NCCL) && defined(USE_C10D_NCCL)
-    // The watchdog tears a rank down when a collective passes the timeout (e.g. a peer died), and
-    // blocking waits make Work::wait itself return the error on the CPU (within the timeout) instead
-    // of leaving the failure to a later device sync. No flight-recorder dump delays the exit.
-    setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", /*overwrite=*/0);
-    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
-    setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "0", /*overwrite=*/0);
-    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-    nccl_options->timeout = d->timeout_;
-    d->backend_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(d->store_, rank, size, nccl_options);
-    d->backend_name_ = "nccl";
-#else
-    throw std::invalid_argument("distributed run on CUDA: this build has no NCCL (nccl.h was not found at configure "
-                                "time, or libtorch was built without USE_C10D_NCCL)");
-#endif
-  } else {
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(d->timeout_);
-    const std::string interface = env_text("GLOO_SOCKET_IFNAME", false);
-    gloo_options->devices.push_back(interface.empty()
-                                        ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                        : c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-    d->backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(d->store_, rank, size, gloo_options);
-    d->backend_name_ = "gloo";
-  }
+  d->store_ = store_connect(addr, port, d->rank_, world, d->timeout_);
+  d->backend_ = backend_make(device, d->store_, d->rank_, world, d->timeout_, d->backend_name_);
   d->guard_ = std::make_shared<WaitGuard>();
   std::thread([guard = d->guard_, rank = d->rank_, timeout = d->timeout_] { guard->watch(rank, timeout); }).detach();
   // The first collective connects every pair: a rank that never comes shows here, by name.
@@ -290,4 +300,19 @@ const Distributed* distributed_process(const torch::Device& device) {
 
 const Distributed* distributed_joined() { return process_rank; }
 
-}  // namespace linear_ard::train
+std::vector<double> items_run(const Distributed* distributed, int64_t count, int64_t width,
+                              const std::function<std::vector<double>(int64_t)>& item) {
+  std::vector<double> local;
+  for (int64_t k = 0; k < count; ++k) {
+    if (distributed && !distributed->item_owned(k)) continue;
+    std::vector<double> values = item(k);
+    if (static_cast<int64_t>(values.size()) > width)
+      throw std::logic_error("items_run: item " + std::to_string(k) + " gave " + std::to_string(values.size()) +
+                             " values, more than the width " + std::to_string(width));
+    values.resize(static_cast<size_t>(width), 0.0);
+    local.insert(local.end(), values.begin(), values.end());
+  }
+  return distributed ? distributed->items_gather(count, width, local) : local;
+}
+
+}  // namespace linear_ard::dist

@@ -1,5 +1,6 @@
-// checkpoint: sharded safetensors folders with transformers' naming, split rule and index format.
-#include "linear_ard/io/checkpoint.h"
+// hf_weights: an HF folder's weights as sharded safetensors, with transformers' naming, split
+// rule and index format.
+#include "linear_ard/io/hf_weights.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -17,8 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void checkpoint_fail(const std::string& where, const std::string& what) {
-  throw std::runtime_error("checkpoint " + where + ": " + what);
+[[noreturn]] void hf_weights_fail(const std::string& where, const std::string& what) {
+  throw std::runtime_error("model weights " + where + ": " + what);
 }
 
 std::string shard_name(size_t index, size_t count) {
@@ -29,28 +30,28 @@ std::string shard_name(size_t index, size_t count) {
 
 }  // namespace
 
-TensorMap checkpoint_load_weights(const std::string& folder) {
+TensorMap hf_weights_load(const std::string& folder) {
   const fs::path dir(folder);
-  const fs::path index_path = dir / checkpoint_index_name;
+  const fs::path index_path = dir / hf_weights_index_name;
   if (!fs::exists(index_path)) {
-    if (!fs::exists(dir / checkpoint_single_name)) {
-      checkpoint_fail(folder, std::string("holds neither ") + checkpoint_single_name + " nor " + checkpoint_index_name);
+    if (!fs::exists(dir / hf_weights_single_name)) {
+      hf_weights_fail(folder, std::string("holds neither ") + hf_weights_single_name + " nor " + hf_weights_index_name);
     }
-    return safetensors_load((dir / checkpoint_single_name).string());
+    return safetensors_load((dir / hf_weights_single_name).string());
   }
 
   const nlohmann::json index = json_file_read(index_path.string());
   const auto weight_map = index.find("weight_map");
   if (!index.is_object() || weight_map == index.end() || !weight_map->is_object()) {
-    checkpoint_fail(index_path.string(), "has no 'weight_map' object");
+    hf_weights_fail(index_path.string(), "has no 'weight_map' object");
   }
   std::map<std::string, std::vector<std::string>> names_by_shard;
   for (const auto& [name, shard] : weight_map->items()) {
-    if (!shard.is_string()) checkpoint_fail(index_path.string(), "weight_map entry '" + name + "' is not a file name");
+    if (!shard.is_string()) hf_weights_fail(index_path.string(), "weight_map entry '" + name + "' is not a file name");
     const std::string file = shard.get<std::string>();
     // The index is data from the internet: it may only name files inside the folder.
     if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..") {
-      checkpoint_fail(index_path.string(), "weight_map entry '" + name + "' names '" + file + "', not a file of the folder");
+      hf_weights_fail(index_path.string(), "weight_map entry '" + name + "' names '" + file + "', not a file of the folder");
     }
     names_by_shard[file].push_back(name);
   }
@@ -64,7 +65,7 @@ TensorMap checkpoint_load_weights(const std::string& folder) {
     for (const auto& name : names) {
       auto it = shard.find(name);
       if (it == shard.end()) {
-        checkpoint_fail(index_path.string(), "tensor '" + name + "' is listed in " + file + " but that shard lacks it");
+        hf_weights_fail(index_path.string(), "tensor '" + name + "' is listed in " + file + " but that shard lacks it");
       }
       tensors.emplace(name, std::move(it->second));
     }
@@ -72,9 +73,9 @@ TensorMap checkpoint_load_weights(const std::string& folder) {
   return tensors;
 }
 
-void checkpoint_save_weights(const std::string& folder, const TensorMap& tensors, int64_t max_shard_bytes) {
-  if (max_shard_bytes <= 0) checkpoint_fail(folder, "max_shard_bytes must be positive, got " + std::to_string(max_shard_bytes));
-  if (tensors.empty()) checkpoint_fail(folder, "no tensors to save");
+void hf_weights_save(const std::string& folder, const TensorMap& tensors, int64_t max_shard_bytes) {
+  if (max_shard_bytes <= 0) hf_weights_fail(folder, "max_shard_bytes must be positive, got " + std::to_string(max_shard_bytes));
+  if (tensors.empty()) hf_weights_fail(folder, "no tensors to save");
   const fs::path dir(folder);
   fs::create_directories(dir);
 
@@ -102,8 +103,8 @@ void checkpoint_save_weights(const std::string& folder, const TensorMap& tensors
 
   std::set<std::string> written;
   if (shards.size() == 1) {
-    safetensors_save((dir / checkpoint_single_name).string(), shards.front());
-    written.insert(checkpoint_single_name);
+    safetensors_save((dir / hf_weights_single_name).string(), shards.front());
+    written.insert(hf_weights_single_name);
   } else {
     nlohmann::json weight_map = nlohmann::json::object();
     for (size_t i = 0; i < shards.size(); ++i) {
@@ -115,8 +116,8 @@ void checkpoint_save_weights(const std::string& folder, const TensorMap& tensors
     const nlohmann::json index = {
         {"metadata", {{"total_parameters", total_parameters}, {"total_size", total_bytes}}},
         {"weight_map", weight_map}};
-    json_file_write((dir / checkpoint_index_name).string(), index);
-    written.insert(checkpoint_index_name);
+    json_file_write((dir / hf_weights_index_name).string(), index);
+    written.insert(hf_weights_index_name);
   }
 
   // Leftovers of an earlier save would otherwise be picked up by a loader that globs shards.

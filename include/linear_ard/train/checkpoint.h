@@ -1,5 +1,8 @@
-// restore_checkpoint: a restore run's resumable state (trainable tensors, AdamW state, schedule
-// position, data position, RNG), written atomically as <output>/checkpoint-<step>/.
+// checkpoint: a training run's resumable state (trainable tensors, AdamW state, schedule
+// position, data position, RNG), written atomically as <output>/checkpoint-<step>/ (restore and
+// pretrain runs; config keys `checkpoint_every`, `resume`). In file and function names
+// "checkpoint" means only this: HF weights are io/hf_weights, activation recomputation (config key
+// `checkpoint_layers`) is model/activation_recompute.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// restore_checkpoint: atomic checkpoint folders and resume.
-#include "linear_ard/train/restore_checkpoint.h"
+// checkpoint: atomic checkpoint folders and resume.
+#include "linear_ard/train/checkpoint.h"
 
 #include <filesystem>
 #include <mutex>

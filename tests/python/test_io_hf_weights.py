@@ -1,4 +1,4 @@
-"""Sharded HF checkpoints and folders between the C++ io layer and transformers: folders that
+"""Sharded HF weights and folders between the C++ io layer and transformers: folders that
 transformers writes load in C++ with the same tensors; folders the C++ side writes load in
 transformers with identical weights and logits, with transformers' shard split, names and index."""
 

@@ -1,5 +1,5 @@
-// UTF-8 helpers the tokenizer pipeline shares.
-#include "utf8.h"
+// utf8: UTF-8 iteration, encoding, validation and lossy decoding.
+#include "linear_ard/io/utf8.h"
 
 namespace linear_ard::io {
 namespace {
@@ -102,34 +102,6 @@ std::string utf8_decode_lossy(std::string_view bytes) {
     }
   }
   return out;
-}
-
-bool unicode_is_white_space(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-         cp == 0x205F || cp == 0x3000;
-}
-
-size_t leading_white_space_length(std::string_view s) {
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t next = pos;
-    if (!unicode_is_white_space(utf8_next(s, next))) break;
-    pos = next;
-  }
-  return pos;
-}
-
-size_t trailing_white_space_begin(std::string_view s) {
-  size_t begin = s.size();
-  while (begin > 0) {
-    size_t start = begin - 1;  // back to the first byte of the last character
-    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
-    size_t pos = start;
-    if (!unicode_is_white_space(utf8_next(s, pos))) break;
-    begin = start;
-  }
-  return begin;
 }
 
 }  // namespace linear_ard::io

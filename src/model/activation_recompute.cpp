@@ -1,5 +1,6 @@
-// checkpoint_apply: a custom autograd Function that stores only its inputs and reruns in backward.
-#include "linear_ard/model/checkpointing.h"
+// activation_recompute: a custom autograd Function that stores only its inputs and reruns in
+// backward.
+#include "linear_ard/model/activation_recompute.h"
 
 #include <mutex>
 
@@ -35,12 +36,12 @@ void rng_states_set(std::vector<at::Generator>& generators, const std::vector<to
 }
 
 // saved_data holds IValues only; a capsule carries the closure to backward.
-struct CheckpointClosure : torch::CustomClassHolder {
-  explicit CheckpointClosure(CheckpointedFn f) : fn(std::move(f)) {}
-  CheckpointedFn fn;
+struct RecomputeClosure : torch::CustomClassHolder {
+  explicit RecomputeClosure(RecomputedFn f) : fn(std::move(f)) {}
+  RecomputedFn fn;
 };
 
-struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
+struct RecomputeFunction : torch::autograd::Function<RecomputeFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input,
                                at::TensorList params, c10::IValue closure) {
     std::vector<torch::Tensor> saved{input};
@@ -49,12 +50,12 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     ctx->saved_data["closure"] = closure;
     auto generators = generators_of(input);
     ctx->saved_data["rng"] = rng_states_get(generators);
-    return static_cast<CheckpointClosure*>(closure.toCapsule().get())->fn(input);
+    return static_cast<RecomputeClosure*>(closure.toCapsule().get())->fn(input);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     auto saved = ctx->get_saved_variables();
-    auto* closure = static_cast<CheckpointClosure*>(ctx->saved_data["closure"].toCapsule().get());
+    auto* closure = static_cast<RecomputeClosure*>(ctx->saved_data["closure"].toCapsule().get());
     const bool input_grad = saved[0].requires_grad();
     auto input = saved[0].detach().requires_grad_(input_grad);
 
@@ -84,10 +85,10 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 
 }  // namespace
 
-torch::Tensor checkpoint_apply(const CheckpointedFn& fn, const torch::Tensor& input,
+torch::Tensor activation_recompute_apply(const RecomputedFn& fn, const torch::Tensor& input,
                                const std::vector<torch::Tensor>& params) {
-  auto closure = c10::IValue::make_capsule(c10::make_intrusive<CheckpointClosure>(fn));
-  return CheckpointFunction::apply(input, at::TensorList(params), closure);
+  auto closure = c10::IValue::make_capsule(c10::make_intrusive<RecomputeClosure>(fn));
+  return RecomputeFunction::apply(input, at::TensorList(params), closure);
 }
 
 }  // namespace linear_ard::model

@@ -1,0 +1,427 @@
+// dev/cuda/relation_kl.cu: the relation-KL kernels' versions side by side, as llm.c's dev/cuda:
+// each version is checked against the dense fp64 reference (tests/core/relation_kl_harness.h's
+// errors and tolerances) on the quick reference cases and a few longer ones, then timed on the
+// benchmark's shape (B = 1, H = 32, d = 128, causal bf16 self-relation; CUDA events, median of 10).
+// Only the winners live in the library (src/core/cuda); the others stay here, runnable.
+//   forward   1  SIMT: a warp per row, fp32 (the library's fp32 path and fallback)
+//             2  mma.sync, 64 rows x 32-key tiles, both LSEs and the KL in one pass (the library's)
+//   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
+//             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
+//             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
+//             4  3 with dY += dZ^T X_s on warpgroup MMA too (the library's on sm_90a)
+// (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
+// docs/kernel.md.)
+//   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
+// Built with -DLINEAR_ARD_BUILD_DEV=ON (for sm_90a alone: version 3 is sm_90a code).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "linear_ard/core/relation_kl.h"
+#include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
+#include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
+#include "relation_kl_bwd_wgmma.cuh"                // defines: BwdWgmmaTile, BwdPos, BwdRowStats
+#include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
+#include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
+#include "relation_kl_launch.h"                     // defines: relation_kl_sm90a_available
+
+namespace linear_ard {
+namespace cuda {
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+template <typename T, int D>
+__global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
+    relation_kl_bwd_wgmma_st_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+#ifdef LINEAR_ARD_SM90A
+  using Tile = BwdWgmmaTile<D>;
+  constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
+  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
+
+  const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
+  const int64_t iters = (rt_end - rt_begin) * group;
+
+  // Iteration it = (X head h of the group, row tile starting at i0), walked without divisions:
+  // row tiles first, then the next head.
+  auto advance = [&](BwdPos q) {
+    q.i0 += BM;
+    if (q.i0 >= rt_end * BM) q.i0 = rt_begin * BM, ++q.h;
+    return q;
+  };
+
+  // Loads iteration q's X tiles (cp.async) and returns its row stats for rows threadIdx.x < BM,
+  // read from global memory into registers now and stored to shared memory by stats_store at the
+  // end of the iteration, so their latency hides behind the whole iteration. Rows past n or with
+  // no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+  auto load_rows = [&](BwdPos q, int stage) {
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, q.h);
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, q.h);
+    T* dst = sX + stage * 2 * BM * P;
+    TileLoader<T, BM, D, Tile::kThreads, true>(S.x, p.student.x_row_stride, n, ds, vec_s).load(dst, q.i0);
+    TileLoader<T, BM, D, Tile::kThreads, true>(Tt.x, p.teacher.x_row_stride, n, dt, vec_t).load(dst + BM * P, q.i0);
+    BwdRowStats st{INFINITY, INFINITY, 0.f};
+    const int64_t row = q.i0 + threadIdx.x;
+    if (threadIdx.x < BM && row < n) {
+      const int64_t o = (b * p.heads + q.h) * n + row;
+      const float lse_s = p.lse_student[o];
+      if (lse_s != -INFINITY) st = {lse_s * kLog2e, p.lse_teacher[o] * kLog2e, p.grad_kl[o] * p.student.scale};
+    }
+    return st;
+  };
+  auto stats_store = [&](const BwdRowStats& st, int stage) {
+    if (threadIdx.x < BM) {
+      float* dst = sStat + stage * 3 * BM + threadIdx.x;
+      dst[0] = st.lse2_s;
+      dst[BM] = st.lse2_t;
+      dst[2 * BM] = st.g;
+    }
+  };
+  auto load_teacher_keys = [&](int h) {
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+    TileLoader<T, BN, D, Tile::kThreads, true>(Tt.y, p.teacher.y_row_stride, n, dt, vec_t).load(sYt, j0);
+  };
+
+  {
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, hy * group);
+    TileLoader<T, BN, D, Tile::kThreads, true>(S.y, p.student.y_row_stride, n, ds, vec_s).load(sYs, j0);
+  }
+  int hy_t = (hy * group) / (p.heads / p.teacher.heads_y);
+  load_teacher_keys(hy * group);
+  BwdPos cur{hy * group, rt_begin * BM}, prev_pos = cur;
+  if (iters > 0) stats_store(load_rows(cur, 0), 0);
+  cp_async_commit();
+
+  // B-fragment address, transposed (k = rows of a [k][d] tile, n = d): rows l%8 + ((l/8)%2)*8,
+  // chunk l/16, in the core-matrix layout (+16 rows = 16 D elements, +16 columns = 128).
+  const int bt_off = cm_off<D>(lane % 8 + ((lane / 8) % 2) * 8, (lane / 16) * 8);
+  // A-fragment of dZ (rows x keys) read transposed out of dZ^T [key][row]: keys l%8 + (l/16)*8,
+  // row-chunk (l/8)%2.
+  const int zt_off = (lane % 8 + (lane / 16) * 8) * ZP + ((lane / 8) % 2) * 8;
+  // S^T of warpgroup wg: its 64 keys (A, rows 64 wg.. of Y) against the row tile (B).
+  const int wg = warp / 4;
+
+  // dx rows (and, for the self-relation, dY) go out as float4 atomics when rows are 16-byte aligned;
+  // with ds = D and a whole row tile inside the sequence no bound checks are needed.
+  const bool dx_vec4 = ds % 4 == 0 && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0;
+  const bool dx_unchecked = dx_vec4 && ds == D;
+
+  float dy[DT][4];
+#pragma unroll
+  for (int i = 0; i < DT; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dy[i][e] = 0.f;
+
+  // dX[rows wm*16.., cols wd*XC..] of iteration q = dZ Y_s over this CTA's BN keys (dZ^T from
+  // buffer `buf`), added to dx.
+  const int wm = warp % Tile::kDxWarpsM, wd = warp / Tile::kDxWarpsM;
+  auto dx_pass = [&](BwdPos q, int buf) {
+    const T* z = sZ + buf * BN * ZP;
+    float dx[XC / 8][4];
+#pragma unroll
+    for (int i = 0; i < XC / 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t a[4];
+      ldmatrix_x4_trans(a, z + zt_off + kk * 16 * ZP + wm * 16);
+#pragma unroll
+      for (int np = 0; np < XC / 16; ++np) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, sYs + bt_off + kk * 16 * D + (wd * XC + np * 16) / 8 * 64);
+        mma16816<T>(dx[2 * np], a, bf[0], bf[1]);
+        mma16816<T>(dx[2 * np + 1], a, bf[2], bf[3]);
+      }
+    }
+    float* dx_head = p.dx + (b * p.heads + q.h) * n * ds;
+    const int64_t row = q.i0 + wm * 16 + g;
+    if (dx_unchecked && q.i0 + BM <= n) {
+      float* dst = dx_head + (row + (tq & 1) * 8) * D + wd * XC + 2 * (tq & ~1);
+#pragma unroll
+      for (int i = 0; i < XC / 8; ++i) atomicAdd(reinterpret_cast<float4*>(dst + i * 8), frag_row4(dx[i]));
+    } else {
+#pragma unroll
+      for (int i = 0; i < XC / 8; ++i) atomic_add_frag(dx_head, ds, row, n, wd * XC + i * 8, ds, dx[i], dx_vec4);
+    }
+  };
+
+  // dZ^T of a row tile in place of zs (kMasked: a key is hidden or the tile crosses the causal
+  // diagonal; elsewhere rows without a visible key are already zeroed through lse2 = inf, g = 0).
+  auto dz_compute = [&](auto& zs, const auto& zt, const float* st, int64_t i0, auto masked_tag) {
+    constexpr bool kMasked = decltype(masked_tag)::value;
+    // Causal: key key_lo + 8r is hidden from row i0 + rl when rl < key_lo + 8r - i0.
+    const int first_row = static_cast<int>(max(int64_t(-8), min(key_lo - i0, int64_t(BM))));
+#pragma unroll
+    for (int i = 0; i < RT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int rl = i * 8 + 2 * tq + (e & 1);
+        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        float dz = st[2 * BM + rl] * (ps - pt);
+        if constexpr (kMasked) {
+          const int r = e >> 1;
+          if (!key_ok[r] || (p.causal && rl < first_row + 8 * r)) dz = 0.f;
+        }
+        zs[i][e] = dz;
+      }
+  };
+
+  for (int64_t it = 0; it < iters; ++it) {
+    const int stage = static_cast<int>(it & 1);
+    // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
+    // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
+    // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();
+    const int h = cur.h;
+    const int64_t i0 = cur.i0;
+    // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
+    if (const int want = h / (p.heads / p.teacher.heads_y); want != hy_t) {
+      load_teacher_keys(h);
+      cp_async_commit();
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();
+      hy_t = want;
+    }
+    const BwdPos next = advance(cur);
+    BwdRowStats next_stats{};
+    if (it + 1 < iters) {
+      next_stats = load_rows(next, stage ^ 1);
+      cp_async_commit();
+    }
+    const T* sXs = sX + stage * 2 * BM * P;
+    const T* sXt = sXs + BM * P;
+    const float* st = sStat + stage * 3 * BM;
+
+    // S^T for both models: 64 keys x BM rows per warpgroup by wgmma (A = Y, B = X, both from
+    // shared memory); each warp's accumulator rows are its 16 keys, as in the mma.sync kernel.
+    // No zeroing: the first k-step overwrites (scale-d = 0). Issued before the dX pass of the
+    // previous row tile, so that pass's ldmatrix, mma.sync and atomics run while the tensor cores
+    // work through these.
+    float zs[RT][4], zt[RT][4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), cm_desc<D>(sXt + kk * 128), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), cm_desc<D>(sXs + kk * 128), kk > 0);
+    }
+    wgmma_commit();
+    if (it > 0) dx_pass(prev_pos, stage ^ 1);
+    wgmma_wait<0>();
+    fence_regs(zs);
+    fence_regs(zt);
+
+    if (any_hidden_key || (p.causal && i0 < j0 + BN - 1)) {
+      dz_compute(zs, zt, st, i0, std::true_type{});
+    } else {
+      dz_compute(zs, zt, st, i0, std::false_type{});
+    }
+
+    // dY[keys] += dZ^T X_s on mma.sync: A = dZ^T straight from the accumulators (two 8-row n-tiles
+    // make one 16-wide k-step), B = X_s read transposed by ldmatrix.
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      const uint32_t a[4] = {pack2<T>(zs[2 * kk][0], zs[2 * kk][1]), pack2<T>(zs[2 * kk][2], zs[2 * kk][3]),
+                             pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]),
+                             pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3])};
+#pragma unroll
+      for (int np = 0; np < DT / 2; ++np) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, sXs + bt_off + kk * 16 * D + np * 128);
+        mma16816<T>(dy[2 * np], a, bf[0], bf[1]);
+        mma16816<T>(dy[2 * np + 1], a, bf[2], bf[3]);
+      }
+      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
+      T* zrow = sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
+      bwd_stage_dz<ZP>(zrow, a);
+    }
+    if (it + 1 < iters) stats_store(next_stats, stage ^ 1);
+    prev_pos = cur;
+    cur = next;
+  }
+  if (iters > 0) {
+    __syncthreads();
+    dx_pass(prev_pos, static_cast<int>((iters - 1) & 1));
+  }
+
+  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
+#endif  // LINEAR_ARD_SM90A
+}
+
+
+// ------------------------------------------------------------------------------------------------
+// kernel launchers
+
+template <typename T, int D>
+void relation_kl_bwd_wgmma_st_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  bwd_launch<BwdWgmmaTile<D>>(relation_kl_bwd_wgmma_st_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd_wgmma_st");
+}
+
+}  // namespace cuda
+}  // namespace linear_ard
+
+using namespace linear_ard;
+
+namespace {
+
+// Version 3 on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false where it cannot run.
+bool backward_v3(const RelationKLParams& p) {
+  const int d = std::max(p.student.head_dim, p.teacher.head_dim);
+  if ((p.dtype != DType::kBF16 && p.dtype != DType::kF16) || d > 128) return false;
+  const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
+  cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)), "zero dx");
+  const size_t e = dtype_size(p.dtype);
+  const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
+  auto by_type = [&](auto t) {
+    using T = decltype(t);
+    if (d <= 64) return cuda::relation_kl_bwd_wgmma_st_launch<T, 64>(p, vs, vt);
+    if (d <= 96) return cuda::relation_kl_bwd_wgmma_st_launch<T, 96>(p, vs, vt);
+    cuda::relation_kl_bwd_wgmma_st_launch<T, 128>(p, vs, vt);
+  };
+  if (p.dtype == DType::kBF16) {
+    by_type(__nv_bfloat16{});
+  } else {
+    by_type(__half{});
+  }
+  return true;
+}
+
+// A version: runs its pass on the params and returns false where it does not apply (then skipped).
+struct Version {
+  int number;
+  const char* what;
+  bool (*run)(const RelationKLParams&);
+};
+
+bool tensor_core_inputs(const RelationKLParams& p) {
+  return (p.dtype == DType::kBF16 || p.dtype == DType::kF16) && std::max(p.student.head_dim, p.teacher.head_dim) <= 256;
+}
+
+const std::vector<Version>& forward_versions() {
+  static const std::vector<Version> v = {
+      {1, "SIMT", [](const RelationKLParams& p) {
+         relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kSimt);
+         return true;
+       }},
+      {2, "mma.sync", [](const RelationKLParams& p) {
+         if (!tensor_core_inputs(p)) return false;
+         relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kMmaSync);
+         return true;
+       }},
+  };
+  return v;
+}
+
+const std::vector<Version>& backward_versions() {
+  static const std::vector<Version> v = {
+      {1, "SIMT", [](const RelationKLParams& p) {
+         relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kSimt);
+         return true;
+       }},
+      {2, "mma.sync", [](const RelationKLParams& p) {
+         if (!tensor_core_inputs(p)) return false;
+         relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kMmaSync);
+         return true;
+       }},
+      {3, "wgmma S^T", [](const RelationKLParams& p) { return cuda::relation_kl_sm90a_available() && backward_v3(p); }},
+      {4, "wgmma S^T + dY", [](const RelationKLParams& p) {
+         if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
+           return false;
+         }
+         relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
+         return true;
+       }},
+  };
+  return v;
+}
+
+// The checked cases: the quick reference cases and two longer bf16 ones (many tiles per CTA).
+std::vector<RelationKLProblemSpec> check_cases() {
+  std::vector<RelationKLProblemSpec> cases = relation_kl_reference_cases(true);
+  RelationKLProblemSpec s;
+  s.dtype = DType::kBF16, s.seq_len = 1000, s.causal = true, s.dim_student = s.dim_teacher = 128;
+  s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2, s.student_noise = 0.3, s.logit_std = 4.0, s.seed = 3;
+  cases.push_back(s);
+  s.self_relation = false, s.heads_y_student = 1, s.causal = false, s.mask = KeyMaskKind::kRandom, s.dim_student = 64;
+  cases.push_back(s);
+  return cases;
+}
+
+// Checks and times one version; the other pass runs the library's default kernels. Returns failures.
+int run_version(const Version& v, bool backward) {
+  int failures = 0;
+  std::printf("\n%s version %d (%s)\n", backward ? "backward" : "forward", v.number, v.what);
+  for (const RelationKLProblemSpec& spec : check_cases()) {
+    RelationKLProblem prob(spec);
+    harness::DeviceProblem dev(prob);
+    dev.poison();
+    RelationKLParams& p = dev.params();
+    const bool ran = backward ? (relation_kl_forward_cuda(p), v.run(p)) : v.run(p);
+    if (!ran) {
+      std::printf("skip %s\n", relation_kl_describe(spec).c_str());
+      continue;
+    }
+    if (!backward) relation_kl_backward_cuda(p);
+    dev.download(prob);
+    const harness::Errors e = harness::reference_errors(prob, relation_kl_reference(prob.params(), true));
+    const bool ok = e.within_tolerance(spec.dtype);
+    failures += !ok;
+    std::printf("%-4s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL", relation_kl_describe(spec).c_str(),
+                e.kl, e.lse, e.dx, e.dy);
+  }
+  for (const RelationKLProblemSpec& spec : relation_kl_perf_cases(true)) {
+    if (spec.seq_len != 4096 && spec.seq_len != 8192) continue;
+    RelationKLProblem prob(spec);
+    harness::DeviceProblem dev(prob);
+    RelationKLParams& p = dev.params();
+    relation_kl_forward_cuda(p);
+    bool ran = true;
+    const double ms = harness::time_ms([&] { ran = v.run(p); }, 10, 2, true);
+    if (!ran) continue;
+    const double n = double(spec.seq_len), logits = spec.heads * n * (n + 1) / 2;
+    const double flops = (backward ? 8.0 : 4.0) * spec.dim_student * logits;
+    std::printf("time %-62s %8.3f ms %6.0f TFLOP/s (%gd FLOPs per visible logit)\n", relation_kl_describe(spec).c_str(),
+                ms, flops / (ms * 1e-3) * 1e-12, backward ? 8.0 : 4.0);
+  }
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool backward = argc > 1 && std::strcmp(argv[1], "backward") == 0;
+  if (argc < 2 || (!backward && std::strcmp(argv[1], "forward") != 0)) {
+    std::fprintf(stderr, "usage: relation_kl forward|backward [VERSION]\n");
+    return 1;
+  }
+  const int only = argc > 2 ? std::atoi(argv[2]) : 0;
+  int failures = 0, ran = 0;
+  try {
+    for (const Version& v : backward ? backward_versions() : forward_versions()) {
+      if (only != 0 && v.number != only) continue;
+      failures += run_version(v, backward);
+      ++ran;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "relation_kl: %s\n", e.what());
+    return 1;
+  }
+  if (ran == 0) {
+    std::fprintf(stderr, "relation_kl: no %s version %d\n", argv[1], only);
+    return 1;
+  }
+  std::printf("\n%d failure(s)\n", failures);
+  return failures == 0 ? 0 : 1;
+}

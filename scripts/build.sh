@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The one CPU build every script uses (test.sh, demo.sh, make_demo_model.sh): installs what the
+# build needs on Debian 12 (scripts/setup.sh: apt packages, the .venv whose libtorch it links),
+# configures BUILD_DIR (Release, that Python) and builds the targets given, or everything.
+#   scripts/build.sh [--require-all] BUILD_DIR [TARGET...]
+#     --require-all   a library some layer needs that is missing fails the configure
+#                     (LINEAR_ARD_REQUIRE_ALL=ON) instead of leaving the layer out with a warning
+# Environment: LINEAR_ARD_CMAKE_ARGS, more configure arguments (split on spaces), e.g.
+#   LINEAR_ARD_CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache";
+# CMAKE_BUILD_PARALLEL_LEVEL, the build's jobs (default: nproc).
+# The configure's own output goes to BUILD_DIR/configure.log (its warnings and errors to stderr).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+configure=(-DCMAKE_BUILD_TYPE=Release)
+if [[ "${1:-}" == "--require-all" ]]; then
+  configure+=(-DLINEAR_ARD_REQUIRE_ALL=ON)
+  shift
+fi
+if [[ $# -lt 1 || "$1" == -* ]]; then
+  echo "usage: scripts/build.sh [--require-all] BUILD_DIR [TARGET...]" >&2
+  exit 2
+fi
+build_dir="$1"
+shift
+
+"$root/scripts/setup.sh"
+source "$root/scripts/env.sh"
+read -r -a extra <<<"${LINEAR_ARD_CMAKE_ARGS:-}"
+configure+=(-DPython3_EXECUTABLE="$LINEAR_ARD_PYTHON" ${extra[@]+"${extra[@]}"})
+
+mkdir -p "$build_dir"
+if ! cmake -S . -B "$build_dir" "${configure[@]}" >"$build_dir/configure.log"; then
+  tail -30 "$build_dir/configure.log" >&2
+  echo "build: configuring $build_dir failed (log: $build_dir/configure.log)" >&2
+  exit 1
+fi
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" ${targets[@]+"${targets[@]}"}
