@@ -16,11 +16,12 @@
 #include "commands.h"
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
-#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, text_documents_read
+#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, perplexity_text_*
 #include "linear_ard/eval/report.h"       // defines: markdown_table, tasks_report_*, task_sample_json, lm_eval_paths
 #include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
 #include "linear_ard/io/file_atomic.h"    // defines: file_write_atomic
 #include "linear_ard/io/json_file.h"      // defines: json_file_read, json_file_write
+#include "linear_ard/io/text_dataset.h"   // defines: text_documents_read, TextSource
 
 namespace linear_ard::cli {
 
@@ -41,35 +42,38 @@ void report_emit(const ModelArgs& a, const std::string& markdown, const nlohmann
 
 void ppl_register(CLI::App& eval) {
   auto a = std::make_shared<ModelArgs>();
-  auto text = std::make_shared<std::string>();
+  auto text = std::make_shared<io::TextSource>();
   auto lengths = std::make_shared<std::vector<int64_t>>();
   auto o = std::make_shared<eval::PerplexityOptions>();
   auto no_bos = std::make_shared<bool>(false);
   CLI::App* sub = eval.add_subcommand("ppl", "Perplexity on text at given context lengths");
   model_args_add(sub, *a);
-  sub->add_option("--text", *text, "plain-text file (one document) or .jsonl (\"text\" per line)")
+  sub->add_option("--text", text->path, "text: plain text (one document), .jsonl or .json records (docs/eval.md)")
       ->required()->check(CLI::ExistingFile);
+  sub->add_option("--text-field", text->field, "key of the text in JSON records (dotted for nested objects)")
+      ->capture_default_str();
   sub->add_option("--ctx", *lengths, "context lengths (windows), e.g. --ctx 256 512")->required();
   sub->add_option("--stride", o->stride, "window stride; 0: disjoint windows")->capture_default_str();
   sub->add_option("--batch_size,--batch-size", o->batch_size, "windows per forward")->capture_default_str();
   sub->add_flag("--no-bos", *no_bos, "encode documents without the tokenizer's special tokens (BOS)");
   sub->callback([a, text, lengths, o, no_bos] {
+    const auto docs = io::text_documents_read(*text);
     const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
-    const auto docs = eval::text_documents_read(*text);
-    o->add_special_tokens = !*no_bos;
+    const auto encoded = eval::perplexity_text_encode(*model.tokenizer, docs, !*no_bos, text->path);
+    eval::perplexity_text_check(model, encoded, *lengths);
     o->progress = !a->quiet;
     nlohmann::json rows = nlohmann::json::array();
     std::vector<std::vector<std::string>> table;
     for (int64_t ctx : *lengths) {
       eval::PerplexityOptions opt = *o;
       opt.ctx_len = ctx;
-      const auto r = eval::perplexity_compute(model, docs, opt);
+      const auto r = eval::perplexity_compute(model, encoded, opt);
       rows.push_back(eval::ppl_result_json(r));
       table.push_back({std::to_string(ctx), std::to_string(r.stride), std::to_string(r.tokens),
                        eval::number_text(r.nll, 3), eval::number_text(r.ppl, 4),
                        eval::number_text(r.bits_per_byte, 4), eval::number_text(r.tokens_per_s, 0)});
     }
-    const nlohmann::json json = {{"model", a->model}, {"text", *text}, {"device", model.device_name},
+    const nlohmann::json json = {{"model", a->model}, {"text", text->path}, {"device", model.device_name},
                                  {"dtype", model.dtype_name}, {"results", rows}};
     report_emit(*a, eval::markdown_table({"ctx", "stride", "tokens", "NLL", "PPL", "bits/byte", "tok/s"}, table),
                 json);

@@ -9,9 +9,10 @@
 #include "linear_ard/eval/compare.h"      // defines: compare_*
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
-#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, text_documents_read
+#include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, perplexity_text_*
 #include "linear_ard/eval/ruler.h"        // defines: ruler_evaluate, ruler_report_json
 #include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
+#include "linear_ard/io/text_dataset.h"   // defines: text_documents_read, TextSource
 #include "plot_run.h"                     // defines: plot_run
 
 namespace linear_ard::cli {
@@ -22,7 +23,7 @@ struct CompareArgs {
   std::vector<std::string> models, names;
   std::string reference;
   // ppl
-  std::string text;
+  io::TextSource text;
   std::vector<int64_t> ctx;
   eval::PerplexityOptions ppl;
   // tasks
@@ -39,7 +40,10 @@ void compare_options_add(CLI::App* sub, EvalDeviceArgs& a, CompareArgs& c, Ruler
   sub->add_option("--names", c.names, "a short name per model (default: the folders)");
   sub->add_option("--reference", c.reference, "name of the reference model for Rec. (default: the first)");
   eval_device_args_add(sub, a);
-  sub->add_option("--text", c.text, "perplexity text: plain text or .jsonl with \"text\"")->check(CLI::ExistingFile);
+  sub->add_option("--text", c.text.path, "perplexity text: plain text, .jsonl or .json records (docs/eval.md)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--text-field", c.text.field, "key of the text in JSON records (dotted for nested objects)")
+      ->capture_default_str();
   sub->add_option("--ctx", c.ctx, "perplexity context lengths");
   sub->add_option("--stride", c.ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
   sub->add_option("--batch_size,--batch-size", c.ppl.batch_size, "perplexity windows / task requests per forward")
@@ -77,17 +81,17 @@ CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, Ruler
   in.reference = c.reference.empty() ? c.names[0] : c.reference;
   if (std::find(c.names.begin(), c.names.end(), in.reference) == c.names.end())
     usage_error("--reference '" + in.reference + "' is not one of --names");
-  in.ppl = !c.text.empty();
+  in.ppl = !c.text.path.empty();
   in.tasks = !c.task_files.empty();
   in.passkey = !c.passkey.lengths.empty();
   in.ruler = ruler_args_given(r);
   if (in.ppl != !c.ctx.empty()) usage_error("perplexity needs both --text and --ctx");
   if (!in.ppl && !in.tasks && !in.passkey && !in.ruler)
     usage_error("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths, --ruler-lengths or --ruler-prepared");
-  c.ppl.add_special_tokens = c.tasks.add_special_tokens = !c.no_bos;
+  c.tasks.add_special_tokens = !c.no_bos;
   c.ppl.progress = c.tasks.progress = c.passkey.progress = !a.quiet;
   c.tasks.batch_size = c.ppl.batch_size;
-  if (in.ppl) in.docs = eval::text_documents_read(c.text);
+  if (in.ppl) in.docs = io::text_documents_read(c.text);
   for (const auto& f : c.task_files) in.task_files.push_back(eval::task_file_read(f, c.tasks.target_delimiter));
   for (const auto& t : in.task_files) eval::task_prompts(t, c.tasks);
   if (in.ruler) in.ruler_data = ruler_args_resolve(r, a.quiet);
@@ -99,11 +103,13 @@ nlohmann::json compare_model_evaluate(const eval::EvalModel& model, const Compar
                                       const CompareInputs& in) {
   nlohmann::json entry = nlohmann::json::object();
   if (in.ppl) {
+    const auto text = eval::perplexity_text_encode(*model.tokenizer, in.docs, !c.no_bos, c.text.path);
+    eval::perplexity_text_check(model, text, c.ctx);
     nlohmann::json rows = nlohmann::json::array();
     for (int64_t ctx : c.ctx) {
       eval::PerplexityOptions o = c.ppl;
       o.ctx_len = ctx;
-      rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, in.docs, o)));
+      rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, text, o)));
     }
     entry["ppl"] = rows;
   }

@@ -15,9 +15,11 @@ void command_tokenizer_train_register(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "tokenizer-train", "Train a SentencePiece BPE tokenizer (byte fallback) on text/JSONL files; writes "
                          "tokenizer.model, tokenizer.json and tokenizer_config.json (transformers loads the folder)");
-  sub->add_option("--data", o->files, ".jsonl (\"text\" per line) or plain-text files")
+  sub->add_option("--data", o->files, "text data: .jsonl / .json records or plain-text files (docs/pretrain.md)")
       ->required()
       ->check(CLI::ExistingFile);
+  sub->add_option("--text-field", o->field, "key of the text in JSON records (dotted for nested objects)")
+      ->capture_default_str();
   sub->add_option("--output,-o", *output, "output folder")->required();
   sub->add_option("--vocab-size", o->vocab_size, "vocabulary size (3 specials and 256 byte pieces included)")
       ->capture_default_str();

@@ -4,38 +4,44 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <iostream>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 #include "linear_ard/eval/progress.h"     // defines: EvalProgress
 #include "linear_ard/dist/distributed.h"  // defines: Distributed (items_gather)
 
 namespace linear_ard::eval {
 
-std::vector<std::string> text_documents_read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot open text file " + path);
-  std::vector<std::string> docs;
-  const bool jsonl = path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
-  if (!jsonl) {
-    std::stringstream s;
-    s << in.rdbuf();
-    docs.push_back(s.str());
-    return docs;
+PerplexityText perplexity_text_encode(const io::Tokenizer& tokenizer, const std::vector<std::string>& documents,
+                                      bool add_special_tokens, std::string name) {
+  PerplexityText text;
+  text.name = std::move(name);
+  text.ids.reserve(documents.size());
+  for (const auto& d : documents) {
+    text.ids.push_back(tokenizer.encode(d, add_special_tokens));
+    text.bytes += static_cast<int64_t>(d.size());
   }
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
-      throw std::invalid_argument(path + ":" + std::to_string(number) +
-                                  ": expected a JSON object with a string \"text\"");
-    docs.push_back(j["text"].get<std::string>());
+  return text;
+}
+
+void perplexity_text_check(const EvalModel& model, const PerplexityText& text, const std::vector<int64_t>& ctx_lens) {
+  int64_t tokens = 0, longest = 0;
+  for (const auto& ids : text.ids) {
+    tokens += static_cast<int64_t>(ids.size());
+    longest = std::max(longest, static_cast<int64_t>(ids.size()));
   }
-  return docs;
+  const std::string counts = std::to_string(text.ids.size()) + " document(s) give " + std::to_string(tokens) +
+                             " token(s) after tokenization";
+  if (longest < 2)
+    throw std::invalid_argument(text.name + ": no token to score: " + counts + ", and a window needs 2 in one document");
+  for (const int64_t ctx : ctx_lens) {
+    if (tokens < ctx)
+      throw std::invalid_argument(text.name + ": " + counts + ", fewer than one window of ctx " + std::to_string(ctx) +
+                                  "; give more text or a smaller --ctx");
+    if (longest < ctx && (!model.distributed || model.distributed->is_main()))
+      std::cerr << "linear-ard: warning: " << text.name << ": no document fills a window of ctx " << ctx
+                << " (the longest has " << longest << " tokens): its perplexity is that of shorter contexts" << std::endl;
+  }
 }
 
 namespace {
@@ -48,8 +54,7 @@ struct Window {
 
 }  // namespace
 
-PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<std::string>& documents,
-                                    const PerplexityOptions& options) {
+PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText& text, const PerplexityOptions& options) {
   if (options.ctx_len < 2) throw std::invalid_argument("ctx_len must be at least 2");
   const int64_t stride = options.stride > 0 ? options.stride : options.ctx_len;
   if (stride > options.ctx_len) throw std::invalid_argument("stride must not exceed ctx_len");
@@ -58,16 +63,11 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
   PerplexityResult r;
   r.ctx_len = options.ctx_len;
   r.stride = stride;
-  std::vector<std::vector<int32_t>> encoded;
-  encoded.reserve(documents.size());
-  for (const auto& d : documents) {
-    encoded.push_back(model.tokenizer->encode(d, options.add_special_tokens));
-    r.bytes += static_cast<int64_t>(d.size());
-  }
-  r.documents = static_cast<int64_t>(documents.size());
+  r.bytes = text.bytes;
+  r.documents = static_cast<int64_t>(text.ids.size());
 
   std::vector<Window> windows;
-  for (const auto& ids : encoded) {
+  for (const auto& ids : text.ids) {
     const int64_t n = static_cast<int64_t>(ids.size());
     int64_t prev_end = 0;
     for (int64_t begin = 0; begin < n; begin += stride) {
@@ -82,7 +82,8 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
     return a.end - a.begin > b.end - b.begin;
   });
   r.windows = static_cast<int64_t>(windows.size());
-  if (!windows.empty()) eval_context_warn(model, windows.front().end - windows.front().begin, "perplexity windows");
+  if (windows.empty()) perplexity_text_check(model, text, {});
+  eval_context_warn(model, windows.front().end - windows.front().begin, "perplexity windows");
 
   // Under torchrun window w is scored on rank w % world and the NLLs are gathered; every rank then
   // sums them in window order, as one process does.
@@ -120,7 +121,7 @@ PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<st
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.tokens_per_s = r.seconds > 0 ? static_cast<double>(fed) / r.seconds : 0;
-  r.ppl = r.tokens > 0 ? std::exp(r.nll / static_cast<double>(r.tokens)) : 0;
+  r.ppl = std::exp(r.nll / static_cast<double>(r.tokens));  // tokens > 0: a window scores at least one
   if (!std::isfinite(r.ppl))  // a NaN/Inf logit, or an NLL past exp's range: never a number to report
     throw std::runtime_error("model " + model.path + ": perplexity at ctx " + std::to_string(options.ctx_len) +
                              " is not finite (summed NLL " + std::to_string(r.nll) + " over " +

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "linear_ard/eval/perplexity.h"  // defines: text_documents_read
+#include "linear_ard/io/text_dataset.h"  // defines: text_documents_read
 
 namespace linear_ard::eval {
 
@@ -180,7 +180,7 @@ std::vector<std::string> word_list_from_tokenizer(const io::Tokenizer& tokenizer
 }
 
 std::vector<std::string> essay_words_read(const std::string& path) {
-  const auto docs = text_documents_read(path);
+  const auto docs = io::text_documents_read({path});
   std::vector<std::string> words;
   for (const auto& d : docs) {
     size_t i = 0;

@@ -88,15 +88,30 @@ void value_parse(const YAML::Node& v, const std::string& key, bool& out, const c
 void value_parse(const YAML::Node& v, const std::string& key, std::string& out, const char* what) {
   out = scalar_as<std::string>(v, key, what ? what : "a string");
 }
-// A file path or a list of them.
-void value_parse(const YAML::Node& v, const std::string& key, std::vector<std::string>& out, const char*) {
+// One data file: a path, or a map {path: ..., field: ...} naming the text's key in its JSON records.
+io::TextSource source_parse(const YAML::Node& v, const std::string& key) {
+  const char* what = "a file path or a map {path: FILE, field: KEY}";
+  if (!v.IsMap()) return {scalar_as<std::string>(v, key, what)};
+  io::TextSource s;
+  for (const auto& kv : v) {
+    const std::string name = kv.first.as<std::string>();
+    if (name == "path") s.path = scalar_as<std::string>(kv.second, key + ".path", "a file path");
+    else if (name == "field") s.field = scalar_as<std::string>(kv.second, key + ".field", "a JSON key");
+    else throw std::invalid_argument("unknown config key '" + key + "." + name + "' (a data file's keys: path, field)");
+  }
+  check(!s.path.empty(), key + ".path", "is required (the data file)");
+  check(!s.field.empty(), key + ".field", "must not be empty (the key of the text in JSON records)");
+  return s;
+}
+
+// A data file or a list of them; errors name the entry (`data[2].field`).
+void value_parse(const YAML::Node& v, const std::string& key, std::vector<io::TextSource>& out, const char*) {
   out.clear();
-  if (v.IsScalar()) {
-    out = {v.Scalar()};
+  if (!v.IsSequence()) {
+    out = {source_parse(v, key)};
     return;
   }
-  check(v.IsSequence(), key, "must be a file path or a list of file paths");
-  for (const auto& x : v) out.push_back(scalar_as<std::string>(x, key, "a list of file paths"));
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(source_parse(v[i], key + "[" + std::to_string(i) + "]"));
 }
 template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
 void value_parse(const YAML::Node& v, const std::string& key, E& out, const char*) {
@@ -111,9 +126,14 @@ void value_emit(YAML::Emitter& out, uint64_t v) { out << v; }
 void value_emit(YAML::Emitter& out, double v) { out << number_text(v); }
 void value_emit(YAML::Emitter& out, bool v) { out << v; }
 void value_emit(YAML::Emitter& out, const std::string& v) { out << v; }
-void value_emit(YAML::Emitter& out, const std::vector<std::string>& v) {
+// A file whose records keep their text under "text" is written as its path alone.
+void value_emit(YAML::Emitter& out, const std::vector<io::TextSource>& v) {
   out << YAML::BeginSeq;
-  for (const auto& f : v) out << f;
+  for (const auto& s : v) {
+    if (s.field == io::TextSource().field) out << s.path;
+    else out << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value << s.path << YAML::Key << "field"
+             << YAML::Value << s.field << YAML::EndMap;
+  }
   out << YAML::EndSeq;
 }
 // JSON is YAML flow syntax, so maps and lists round-trip without a second converter.
@@ -178,7 +198,7 @@ const std::vector<ConfigField>& config_fields() {
       CONFIG_FIELD_PARSE("student_rope", student_rope, student_rope_parse,
                          "HF rope dict, e.g. `{rope_type: linear, factor: 8}` (required unless pretraining), with the keys transformers accepts for its rope_type (another key is an error naming it) and `factor` >= 1; the student's config.json gets `max_position_embeddings` = native × factor (dynamic: unchanged) and `original_max_position_embeddings` = native"),
       CONFIG_FIELD("data", data,
-                   "list of files (required): `.jsonl`/`.json` (one `{\"text\": ...}` per line) or plain text, tokenised with the teacher's tokenizer (BOS per document, EOS after it); or pre-tokenised `.npy` files: one 1-D little-endian `uint16`/`uint32` array (`np.save(p, ids.astype(np.uint32))`), ids used as they are (BOS/EOS are the user's), each checked `< vocab_size` (an id beyond it, i.e. another tokenizer's data, is an error naming file, index and id). Streamed, cut into blocks of `ctx_len` tokens; the first block is held out for evaluation"),
+                   "list of files (required), each a path or `{path: FILE, field: KEY}` (below, \"Data\"): `.jsonl` (a JSON record per line), `.json` (a JSON array of records, or JSON Lines) or plain text (one document); a record is an object whose string at `field` (default `text`, dotted for nested objects) is the document, or a string. Tokenised with the teacher's tokenizer (BOS per document, EOS after it); or pre-tokenised `.npy` files: one 1-D little-endian `uint16`/`uint32` array (`np.save(p, ids.astype(np.uint32))`), ids used as they are (BOS/EOS are the user's), each checked `< vocab_size` (an id beyond it, i.e. another tokenizer's data, is an error naming file, index and id). Streamed, cut into blocks of `ctx_len` tokens; the first block is held out for evaluation"),
       CONFIG_FIELD("method", method,
                    "`ard`: LinearARD; `cpt`: next-token loss of the student only (ctx_len may then reach the student's extended length); `longred`: LongReD-style baseline, mean over `layers` of 1 − cos(h_teacher, h_student) of the layer's output hidden state (the last layer's after the final norm)"),
       CONFIG_FIELD_PARSE("layers", layers, layers_parse,

@@ -66,6 +66,8 @@ void lengths_check(RunPlan& plan) {
 void data_open(RunPlan& plan) {
   const RestoreConfig& c = plan.config;
   const int64_t vocab_size = plan.teacher.model_config.vocab_size;
+  // Read through once now, so that a malformed line anywhere fails before the output folder exists.
+  TextBlocks::files_check(c.data);
   plan.blocks1.emplace(c.data, *plan.tokenizer, c.ctx_len, /*held_out=*/1, vocab_size);
   if (c.stage2.steps > 0)
     plan.blocks2.emplace(c.data, *plan.tokenizer, c.stage2.ctx_len, (c.ctx_len + c.stage2.ctx_len - 1) / c.stage2.ctx_len,

@@ -1,10 +1,9 @@
-// text_blocks: streaming tokenisation of text/JSONL files into fixed ctx_len blocks.
+// text_blocks: streaming tokenisation of text data files into fixed ctx_len blocks.
 #include "linear_ard/train/text_blocks.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace linear_ard::train {
 namespace {
@@ -13,21 +12,18 @@ namespace {
 // is never held (or its ids) in memory at once.
 constexpr size_t kChunkBytes = 1 << 16;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+bool is_npy(const std::string& path) { return std::filesystem::path(path).extension() == ".npy"; }
 
 }  // namespace
 
-TextBlocks::TextBlocks(std::vector<std::string> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
+TextBlocks::TextBlocks(std::vector<io::TextSource> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
                        int64_t held_out, int64_t vocab_size)
     : files_(std::move(files)), tokenizer_(tokenizer), ctx_len_(ctx_len), held_out_count_(held_out),
       vocab_size_(vocab_size) {
   if (files_.empty()) throw std::invalid_argument("data: no files given");
   if (ctx_len_ < 1) throw std::invalid_argument("data: ctx_len must be >= 1");
   for (const auto& f : files_) {
-    std::ifstream probe(f);
-    if (!probe) throw std::invalid_argument("data: cannot read file " + f);
+    if (!std::ifstream(f.path)) throw std::invalid_argument("data: cannot read file " + f.path);
   }
   pass_begin();
   std::vector<int32_t> block;
@@ -42,23 +38,33 @@ TextBlocks::TextBlocks(std::vector<std::string> files, const io::Tokenizer& toke
   buffer_.insert(buffer_.begin(), block.begin(), block.end());
 }
 
+void TextBlocks::files_check(const std::vector<io::TextSource>& files) {
+  for (const auto& f : files)
+    if (!is_npy(f.path)) io::text_source_check(f);
+}
+
 void TextBlocks::pass_begin() {
   file_index_ = 0;
-  in_.close();
+  file_close();
   buffer_.clear();
-  file_started_ = false;
+}
+
+void TextBlocks::file_close() {
+  in_.close();
+  text_.reset();
+  file_open_ = false;
 }
 
 void TextBlocks::file_open() {
-  const std::string& path = files_[file_index_];
+  const std::string& path = files_[file_index_].path;
+  file_open_ = true;
+  if (!is_npy(path)) {
+    text_.emplace(files_[file_index_], kChunkBytes);
+    return;
+  }
   in_.clear();
   in_.open(path, std::ios::binary);
   if (!in_) throw std::invalid_argument("data: cannot read file " + path);
-  in_jsonl_ = ends_with(path, ".jsonl") || ends_with(path, ".json");
-  in_npy_ = ends_with(path, ".npy");
-  file_started_ = false;
-  line_ = 0;
-  if (!in_npy_) return;
   // numpy's format: magic, version, header length (2 bytes in v1, 4 in v2/v3), a Python dict.
   const auto bad = [&](const std::string& what) {
     throw std::invalid_argument("data: " + path + ": not a 1-D uint16/uint32 .npy token file (" + what + ")");
@@ -91,13 +97,13 @@ bool TextBlocks::read_npy_chunk() {
   const int64_t count = std::min<int64_t>(npy_remaining_, kChunkBytes);
   std::vector<unsigned char> raw(static_cast<size_t>(count * npy_width_));
   if (!in_.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size())))
-    throw std::invalid_argument("data: " + files_[file_index_] + ": truncated (fewer ids than its shape says)");
+    throw std::invalid_argument("data: " + files_[file_index_].path + ": truncated (fewer ids than its shape says)");
   for (int64_t i = 0; i < count; ++i) {
     const unsigned char* p = raw.data() + i * npy_width_;
     const uint32_t id = npy_width_ == 2 ? p[0] | (p[1] << 8)
                                         : p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
     if (id >= vocab_size_)
-      throw std::invalid_argument("data: " + files_[file_index_] + ": token id " + std::to_string(id) + " at index " +
+      throw std::invalid_argument("data: " + files_[file_index_].path + ": token id " + std::to_string(id) + " at index " +
                                   std::to_string(npy_read_ + i) + " is >= the teacher's vocab_size " +
                                   std::to_string(vocab_size_) + " (tokenised with another tokenizer?)");
     buffer_.push_back(static_cast<int32_t>(id));
@@ -109,52 +115,17 @@ bool TextBlocks::read_npy_chunk() {
 
 bool TextBlocks::read_document() {
   while (file_index_ < files_.size()) {
-    const std::string& path = files_[file_index_];
-    if (!in_.is_open()) file_open();
-    std::string text, line;
-    bool got = false;
-    if (in_npy_) {
+    if (!file_open_) file_open();
+    if (!text_) {
       if (read_npy_chunk()) return true;
-    } else if (in_jsonl_) {
-      while (!got && std::getline(in_, line)) {
-        ++line_;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        nlohmann::json doc;
-        try {
-          doc = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::exception& e) {
-          throw std::invalid_argument("data: " + path + ":" + std::to_string(line_) + ": not valid JSON: " + e.what());
-        }
-        if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
-          throw std::invalid_argument("data: " + path + ":" + std::to_string(line_) + ": no string field \"text\"");
-        text = doc["text"].get<std::string>();
-        got = true;
-      }
-      if (got) {
-        const auto ids = tokenizer_.encode(text, /*add_special_tokens=*/true);
-        buffer_.insert(buffer_.end(), ids.begin(), ids.end());
-        if (tokenizer_.eos_id() >= 0 && (ids.empty() || ids.back() != tokenizer_.eos_id()))
-          buffer_.push_back(tokenizer_.eos_id());
-        return true;
-      }
-    } else {
-      while (std::getline(in_, line)) {
-        got = true;
-        text += line;
-        text += '\n';
-        if (text.size() >= kChunkBytes && line.empty()) break;
-      }
-      if (got) {
-        const auto ids = tokenizer_.encode(text, /*add_special_tokens=*/!file_started_);
-        file_started_ = true;
-        buffer_.insert(buffer_.end(), ids.begin(), ids.end());
-        // The chunk that ends the file ends the document.
-        if (in_.eof() && tokenizer_.eos_id() >= 0 && (ids.empty() || ids.back() != tokenizer_.eos_id()))
-          buffer_.push_back(tokenizer_.eos_id());
-        return true;
-      }
+    } else if (io::TextPiece piece; text_->next(piece)) {
+      const auto ids = tokenizer_.encode(piece.text, /*add_special_tokens=*/piece.document_begins);
+      buffer_.insert(buffer_.end(), ids.begin(), ids.end());
+      if (piece.document_ends && tokenizer_.eos_id() >= 0 && (ids.empty() || ids.back() != tokenizer_.eos_id()))
+        buffer_.push_back(tokenizer_.eos_id());
+      return true;
     }
-    in_.close();
+    file_close();
     ++file_index_;
   }
   return false;

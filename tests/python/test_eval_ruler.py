@@ -158,7 +158,8 @@ BAD = {
     "hotpot_bad_context": ("hotpot.json", json.dumps([{"question": "q", "answer": "a", "context": [["t", ["s"]], ["u"]]}]),
                            ["--hotpotqa"], "[0].context[1]: expected [title, [sentence, ...]]"),
     "words_two_per_line": ("words.txt", "alpha\nbeta\ngamma delta\n", ["--words"], "words.txt:3: one word per line"),
-    "haystack_empty": ("essay.txt", " \n\t\n", ["--haystack"], "has no words"),
+    "haystack_empty": ("essay.txt", " \n\t\n", ["--haystack"], "holds no text"),
+    "haystack_empty_records": ("essay.jsonl", "{\"text\": \" \"}\n", ["--haystack"], "has no words"),
 }
 
 

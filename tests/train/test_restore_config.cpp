@@ -1,6 +1,6 @@
 // restore_config's field table: every key parses, emits and round-trips; enums by name; HF-style
 // aliases; unknown keys (nested and inside student_rope) named in the error; a key given twice
-// named with its lines; the docs' key table lists every key.
+// named with its lines; data entries with their text field; the docs' key table lists every key.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -56,6 +56,30 @@ TEST(RestoreConfig, ResolvedYamlRoundTrips) {
   EXPECT_NE(yaml.find("method: cpt\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("stage2: {steps: 2, ctx_len: 0,"), std::string::npos) << yaml;
   EXPECT_EQ(yaml.find("pretrain:"), std::string::npos) << yaml;  // only in pretraining runs
+}
+
+TEST(RestoreConfig, DataEntriesNameTheirTextField) {
+  const std::string base = "teacher: t\nstudent_rope: {rope_type: linear, factor: 4}\noutput: o\n";
+  train::RestoreConfig c = load(base + "data: a.txt\n");
+  ASSERT_EQ(c.data.size(), 1u);
+  EXPECT_EQ(c.data[0].path, "a.txt");
+  EXPECT_EQ(c.data[0].field, "text");
+  c = load(base + "data: [{path: a.jsonl, field: content}, b.txt, {path: c.json}]\n");
+  ASSERT_EQ(c.data.size(), 3u);
+  EXPECT_EQ(c.data[0].path, "a.jsonl");
+  EXPECT_EQ(c.data[0].field, "content");
+  EXPECT_EQ(c.data[1].field, "text");
+  EXPECT_EQ(c.data[2].path, "c.json");
+  const std::string yaml = train::restore_config_to_yaml(c);
+  EXPECT_NE(yaml.find("data: [{path: a.jsonl, field: content}, b.txt, c.json]\n"), std::string::npos) << yaml;
+  EXPECT_EQ(train::restore_config_to_yaml(load(yaml)), yaml);
+  c = load(base + "data: [a.txt]\n", {"data=[{path: d.jsonl, field: meta.body}]"});
+  EXPECT_EQ(c.data[0].field, "meta.body");
+  EXPECT_NE(load_error(base + "data: [a.txt, {path: b.jsonl, fild: x}]\n").find("unknown config key 'data[1].fild'"),
+            std::string::npos);
+  EXPECT_NE(load_error(base + "data: [{field: x}]\n").find("config key 'data[0].path' is required"), std::string::npos);
+  EXPECT_NE(load_error(base + "data: [[a.txt]]\n").find("config key 'data[0]' must be a file path or a map"),
+            std::string::npos);
 }
 
 TEST(RestoreConfig, EnumsNameTheirValuesInErrors) {

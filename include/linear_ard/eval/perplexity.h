@@ -1,5 +1,5 @@
 // Perplexity of a model on documents at a context length, with disjoint or strided windows (the
-// sliding-window procedure of HF's perplexity guide), and the documents it reads.
+// sliding-window procedure of HF's perplexity guide); the documents are io::text_documents_read's.
 #pragma once
 
 #include <cstdint>
@@ -10,19 +10,30 @@
 
 namespace linear_ard::eval {
 
-// `path` ending in .jsonl: one document per line from its string "text" field; any other file is
-// one document. Throws std::invalid_argument naming file and line for a line that is not a JSON
-// object with a string "text".
-std::vector<std::string> text_documents_read(const std::string& path);
+// The documents of a text file encoded by one model's tokenizer (once for every context length).
+struct PerplexityText {
+  std::string name;                       // the file: errors and warnings name it
+  std::vector<std::vector<int32_t>> ids;  // one list per document
+  int64_t bytes = 0;                      // UTF-8 bytes of the documents
+};
+
+// Each document encoded on its own, with the tokenizer's special tokens when `add_special_tokens`
+// (transformers' add_special_tokens=True: BOS where its post-processor adds one), else none.
+PerplexityText perplexity_text_encode(const io::Tokenizer& tokenizer, const std::vector<std::string>& documents,
+                                      bool add_special_tokens, std::string name);
+
+// Before any window is scored: throws std::invalid_argument naming the file when it gives no
+// token to score (no document of 2 tokens or more) or, for some ctx_len of `ctx_lens`, fewer tokens
+// in all than one window; when no document fills a window of some ctx_len (every window shorter:
+// not the perplexity at that context), prints a `linear-ard: warning:` line on stderr (rank 0 only
+// under torchrun).
+void perplexity_text_check(const EvalModel& model, const PerplexityText& text, const std::vector<int64_t>& ctx_lens);
 
 struct PerplexityOptions {
   int64_t ctx_len = 0;
   int64_t stride = 0;           // 0: ctx_len (disjoint windows)
   int64_t batch_size = 1;       // windows per forward
-  // Each document is encoded with the tokenizer's special tokens (transformers'
-  // add_special_tokens=True: BOS where its post-processor adds one); false: none.
-  bool add_special_tokens = true;
-  bool progress = false;  // progress lines on stderr
+  bool progress = false;        // progress lines on stderr
 };
 
 struct PerplexityResult {
@@ -40,8 +51,8 @@ struct PerplexityResult {
 // Each document is encoded on its own and cut into windows as HF's guide does: window k starts at
 // k * stride and ends at min(start + ctx_len, n); it scores the tokens past the previous window's
 // end (all of its tokens but the first, for the first window and for disjoint windows). The last
-// window is the one reaching the document's end.
-PerplexityResult perplexity_compute(const EvalModel& model, const std::vector<std::string>& documents,
-                                    const PerplexityOptions& options);
+// window is the one reaching the document's end. Throws std::invalid_argument naming the file when
+// there is no window (perplexity_text_check's first error), never a perplexity of 0.
+PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText& text, const PerplexityOptions& options);
 
 }  // namespace linear_ard::eval

@@ -11,7 +11,8 @@
 namespace linear_ard::io {
 
 struct TokenizerTrainOptions {
-  std::vector<std::string> files;   // .jsonl/.json ("text" per line) or plain text
+  std::vector<std::string> files;   // text data files (text_dataset.h: plain text, JSON Lines, JSON arrays)
+  std::string field = "text";       // the key of the text in JSON records
   int32_t vocab_size = 4096;        // pieces, the 3 specials and 256 byte-fallback pieces included
   int64_t max_sentences = 2000000;  // lines sampled for training (SentencePiece's input_sentence_size); 0: all
   int32_t threads = 0;              // 0: the hardware's
@@ -31,7 +32,8 @@ struct TokenizerTrainResult {
 // `options.files`, and writes into `output` (built in `<output>.tmp.<pid>`, then renamed):
 // tokenizer.model (SentencePiece), tokenizer.json (the same model as HF tokenizers' BPE, see
 // sentencepiece_bpe_to_tokenizer_json) and tokenizer_config.json (PreTrainedTokenizerFast, <s> added
-// as BOS). Throws std::invalid_argument naming a missing/unreadable file or a bad option, and
+// as BOS). Throws std::invalid_argument naming a data file that cannot be read (text_dataset.h's
+// errors: file, line, field) or a bad option, and
 // std::runtime_error with SentencePiece's message when training fails.
 TokenizerTrainResult tokenizer_train(const TokenizerTrainOptions& options, const std::string& output);
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "linear_ard/io/text_dataset.h"  // defines: TextSource
 #include "linear_ard/train/config_names.h"
 #include "linear_ard/train/pretrain_config.h"
 
@@ -92,7 +93,7 @@ struct Stage2Config {
 struct RestoreConfig {
   std::string teacher;
   nlohmann::json student_rope;       // HF rope dict, e.g. {rope_type: linear, factor: 8}
-  std::vector<std::string> data;
+  std::vector<io::TextSource> data;  // each file with the key of its text in JSON records
   Method method = Method::kArd;
   nlohmann::json layers = "last:1";  // "last:k", "all" or a list of layer indices
   ObjectiveConfig objective;

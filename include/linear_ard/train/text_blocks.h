@@ -4,27 +4,34 @@
 
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "linear_ard/io/text_dataset.h"  // defines: TextReader, TextSource
 #include "linear_ard/io/tokenizer.h"
 
 namespace linear_ard::train {
 
-// Files ending in .jsonl/.json are read line by line, one document per line from its "text" field;
-// files ending in .npy are pre-tokenised: one 1-D little-endian uint16 or uint32 array (numpy's
+// Files ending in .npy are pre-tokenised: one 1-D little-endian uint16 or uint32 array (numpy's
 // `np.save(path, ids.astype(np.uint32))`) of ids taken as they are (no BOS/EOS added; documents
-// delimited by the user), every id checked against vocab_size;
-// other files are plain text, read in paragraph-aligned chunks. Each document is encoded with the
-// tokenizer's special tokens (BOS) and ends with EOS when the tokenizer has one; documents are
-// concatenated and cut into blocks, the tail of a pass shorter than a block is dropped.
+// delimited by the user), every id checked against vocab_size; every other file is text, read by
+// io::TextReader (JSON Lines, JSON arrays, plain text in paragraph-aligned chunks). Each document is
+// encoded with the tokenizer's special tokens (BOS) and ends with EOS when the tokenizer has one;
+// documents are concatenated and cut into blocks, the tail of a pass shorter than a block is dropped.
 // The first `held_out` blocks of each pass are kept apart for evaluation and never trained on.
 class TextBlocks {
  public:
+  // Every text file of `files` read through (io::text_source_check): throws std::invalid_argument
+  // naming file, line and field for an empty or malformed one. Costs one reading of the text, no
+  // tokenization; called once before the blocks of a run are built.
+  static void files_check(const std::vector<io::TextSource>& files);
+
   // Reads up to the held-out blocks and the first training block; throws std::invalid_argument
-  // naming the file when one cannot be read or a JSONL line has no string "text", and when one pass
-  // over the data gives fewer than held_out + 1 blocks.
-  TextBlocks(std::vector<std::string> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
+  // naming the file (and line and field: io::TextReader's errors) when one cannot be read or is
+  // malformed where it is read, and when one pass over the data gives fewer than held_out + 1
+  // blocks.
+  TextBlocks(std::vector<io::TextSource> files, const io::Tokenizer& tokenizer, int64_t ctx_len,
              int64_t held_out, int64_t vocab_size);
 
   const std::vector<std::vector<int32_t>>& held_out() const { return held_out_; }
@@ -38,8 +45,9 @@ class TextBlocks {
   int64_t passes() const { return passes_; }
 
  private:
-  // Opens files_[file_index_]: sets the reading mode, and for .npy checks the header.
+  // Opens files_[file_index_]: a TextReader, or for .npy the stream with its header checked.
   void file_open();
+  void file_close();
   // Appends the next chunk of ids of a .npy file to buffer_; false at its end.
   bool read_npy_chunk();
   // Appends the next document (or plain-text chunk) of the pass to buffer_; false at its end.
@@ -51,7 +59,7 @@ class TextBlocks {
   // The next block of the whole (unsharded) training stream.
   std::vector<int32_t> stream_next();
 
-  std::vector<std::string> files_;
+  std::vector<io::TextSource> files_;
   const io::Tokenizer& tokenizer_;
   int64_t ctx_len_;
   int64_t held_out_count_;
@@ -59,14 +67,12 @@ class TextBlocks {
   std::vector<std::vector<int32_t>> held_out_;
   std::vector<int32_t> buffer_;
   size_t file_index_ = 0;
-  std::ifstream in_;
-  bool in_jsonl_ = false;
-  bool in_npy_ = false;
+  bool file_open_ = false;
+  std::optional<io::TextReader> text_;  // the open text file
+  std::ifstream in_;                    // the open .npy file
   int npy_width_ = 0;         // bytes per id: 2 or 4
   int64_t npy_remaining_ = 0; // ids left in the open .npy file
   int64_t npy_read_ = 0;      // ids read from it (error positions)
-  bool file_started_ = false;  // a plain-text file's first chunk gets the special tokens
-  int64_t line_ = 0;
   int64_t passes_ = 0;
   int64_t shard_rank_ = 0, shard_world_ = 1;
 };

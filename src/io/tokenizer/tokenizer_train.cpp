@@ -10,23 +10,24 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
+
+#include "linear_ard/io/text_dataset.h"  // defines: TextReader, TextSource, text_source_check
 
 namespace linear_ard::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Every non-empty line of every document, file after file: SentencePiece trains on lines.
 class LineIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit LineIterator(const std::vector<std::string>& files) : files_(files) { Next(); }
+  LineIterator(const std::vector<std::string>& files, const std::string& field) : files_(files), field_(field) {
+    Next();
+  }
   bool done() const override { return done_; }
   void Next() override {
     while (true) {
@@ -52,42 +53,29 @@ class LineIterator : public sentencepiece::SentenceIterator {
   int64_t lines() const { return lines_; }
 
  private:
-  // Loads the next document into doc_: a JSONL line's "text", or a plain-text line.
+  // Loads the next document (a plain-text file in pieces) into doc_.
   bool document_next() {
-    std::string line;
+    TextPiece piece;
     while (true) {
-      if (!in_.is_open()) {
+      if (!reader_) {
         if (file_ >= files_.size()) return false;
-        in_.open(files_[file_]);
-        if (!in_) throw std::invalid_argument("tokenizer-train: cannot read file " + files_[file_]);
-        jsonl_ = ends_with(files_[file_], ".jsonl") || ends_with(files_[file_], ".json");
-        line_no_ = 0;
+        reader_.emplace(TextSource{files_[file_], field_}, kChunkBytes);
       }
-      if (std::getline(in_, line)) {
-        ++line_no_;
-        if (!jsonl_) {
-          doc_ = line;
-        } else {
-          if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-          const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-          if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
-            throw std::invalid_argument("tokenizer-train: " + files_[file_] + ":" + std::to_string(line_no_) +
-                                        ": not a JSON object with a string \"text\"");
-          doc_ = j["text"].get<std::string>();
-        }
+      if (reader_->next(piece)) {
+        doc_ = std::move(piece.text);
         pos_ = 0;
         return true;
       }
-      in_.close();
+      reader_.reset();
       ++file_;
     }
   }
 
+  static constexpr size_t kChunkBytes = 1 << 16;
   const std::vector<std::string>& files_;
+  const std::string& field_;
   size_t file_ = 0;
-  std::ifstream in_;
-  bool jsonl_ = false;
-  int64_t line_no_ = 0;
+  std::optional<TextReader> reader_;
   std::string doc_, value_;
   size_t pos_ = 0;
   bool done_ = false;
@@ -104,8 +92,6 @@ void file_write(const fs::path& path, const std::string& contents) {
 
 TokenizerTrainResult tokenizer_train(const TokenizerTrainOptions& o, const std::string& output) {
   if (o.files.empty()) throw std::invalid_argument("tokenizer-train: no data files given");
-  for (const auto& f : o.files)
-    if (!std::ifstream(f)) throw std::invalid_argument("tokenizer-train: cannot read file " + f);
   // 3 specials + 256 byte pieces come first; BPE needs room for characters and merges beyond them.
   if (o.vocab_size < 300) throw std::invalid_argument("tokenizer-train: vocab_size must be >= 300, got " + std::to_string(o.vocab_size));
   if (o.max_sentences < 0) throw std::invalid_argument("tokenizer-train: max_sentences must be >= 0");
@@ -114,6 +100,8 @@ TokenizerTrainResult tokenizer_train(const TokenizerTrainOptions& o, const std::
   const fs::path out(output);
   if (fs::exists(out) && (!fs::is_directory(out) || !fs::is_empty(out)) && !o.overwrite)
     throw std::invalid_argument("tokenizer-train: output " + output + " exists and is not empty (use --overwrite)");
+  // Every file read through before training, so that a bad one fails here, not inside SentencePiece.
+  for (const auto& f : o.files) text_source_check({f, o.field});
 
   const auto start = std::chrono::steady_clock::now();
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -140,7 +128,7 @@ TokenizerTrainResult tokenizer_train(const TokenizerTrainOptions& o, const std::
       {"minloglevel", "1"},
   };
   sentencepiece::SetRandomGeneratorSeed(o.seed);
-  LineIterator lines(o.files);
+  LineIterator lines(o.files, o.field);
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(spec, &lines, &model);
   if (!status.ok()) throw std::runtime_error("tokenizer-train: SentencePiece training failed: " + status.ToString());
