@@ -10,7 +10,9 @@
 #   P/share/linear-ard/plot.py                         the figures script the binary runs
 #   P/lib/pythonX.Y/site-packages/linear_ard/          the Python package, which loads P/lib's op library
 # Installed binaries and libraries find each other through $ORIGIN-relative RPATHs, and libtorch
-# through the absolute path it was linked from (the Python environment's torch).
+# through the absolute path of the Python environment's torch/lib, named explicitly: CMake's
+# INSTALL_RPATH_USE_LINK_PATH leaves out link directories inside the source or build tree, which is
+# where a project-local .venv (scripts/test.sh's) puts torch.
 include(GNUInstallDirs)
 
 if(SKBUILD)
@@ -23,8 +25,10 @@ set(LINEAR_ARD_INSTALL_PYTHONDIR
     CACHE STRING "Where cmake --install puts the linear_ard Python package (relative to the prefix)")
 
 set(_linear_ard_installed linear_ard_ops linear_ard_model)
+set(_linear_ard_torch_rpath "${TORCH_INSTALL_PREFIX}/lib")
 foreach(target IN LISTS _linear_ard_installed)
-  set_target_properties(${target} PROPERTIES INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH ON)
+  set_target_properties(${target} PROPERTIES
+    INSTALL_RPATH "$ORIGIN;${_linear_ard_torch_rpath}" INSTALL_RPATH_USE_LINK_PATH ON)
 endforeach()
 install(TARGETS ${_linear_ard_installed} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/linear_ard DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -32,7 +36,7 @@ install(DIRECTORY python/linear_ard DESTINATION ${LINEAR_ARD_INSTALL_PYTHONDIR}
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 if(TARGET linear_ard_cli)
   set_target_properties(linear_ard_cli PROPERTIES
-    INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}" INSTALL_RPATH_USE_LINK_PATH ON)
+    INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${_linear_ard_torch_rpath}" INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS linear_ard_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   install(PROGRAMS scripts/plot.py DESTINATION ${CMAKE_INSTALL_DATADIR}/linear-ard)
 endif()
