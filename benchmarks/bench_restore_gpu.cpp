@@ -1,5 +1,5 @@
 // bench_restore_gpu: the restore training step of `linear-ard restore` (objective_ard, the "qkv"
-// TrainableSet, libtorch AdamW through restore_step) on a LLaMA-2-7B-shaped model with random
+// TrainableSet, the trainer's fused AdamW through restore_step) on a LLaMA-2-7B-shaped model with random
 // weights made on the GPU, timed at the paper's Appendix C settings, printed beside the paper's
 // figures and the targets. Step cost does not depend on weight values or token ids.
 //
@@ -26,6 +26,7 @@
 #include "linear_ard/model/device_choice.h"   // defines: device_choice_resolve
 #include "linear_ard/model/llama_weights.h"   // defines: llama_weights_random
 #include "linear_ard/model/rope.h"            // defines: rope_tables_init
+#include "linear_ard/train/fused_adamw.h"     // defines: FusedAdamW (the trainer's optimizer)
 #include "linear_ard/train/metrics_log.h"     // defines: memory_peak_bytes
 #include "linear_ard/train/restore_config.h"  // defines: RestoreConfig (the trainer's defaults)
 #include "linear_ard/train/restore_objective.h"  // defines: objective_context_make, objective_ard
@@ -127,8 +128,8 @@ Measured case_run(const Case& c, const train::RestoreConfig& config, const model
   try {
     // The trainer's trainable set: fp32 masters of q/k/v of layers 0..last distilled layer.
     train::TrainableSet trainables(config.trainable, config.lora, weights.tensors, weights, layers.back(), device);
-    torch::optim::AdamW optimizer(trainables.parameters(),
-                                  torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
+    train::FusedAdamW optimizer(trainables.parameters(),
+                                torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
     const train::ObjectiveContext ctx =
         train::objective_context_make(config, weights, teacher_rope, student_rope, layers);
     const train::StageLoss loss = [&](const model::Overrides& o, const torch::Tensor& ids) {

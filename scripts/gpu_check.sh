@@ -5,13 +5,17 @@
 # compute-sanitizer memcheck on small cases, the torch-op check against PyTorch autograd
 # (FlashAttention's 2x rule, Appendix L table) and the benchmark. Logs and results go to $OUT (or
 # ./gpu_out).
-#   scripts/gpu_check.sh            everything
+#   scripts/gpu_check.sh            everything (#18's one command: checks, operator, 7B-shape and
+#                                   real-model step benchmarks; one table last)
 #   scripts/gpu_check.sh --quick    checks plus the short benchmark (n <= 16K, LLaMA-3 case)
 #   SKIP_BENCH=1 scripts/gpu_check.sh   checks only
 #   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
 #   scripts/gpu_check.sh --dev      the kernel versions of dev/cuda (checked and timed; needs
 #                                   build/dev/cuda/relation_kl, from -DLINEAR_ARD_BUILD_DEV=ON)
 #   scripts/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
+#   scripts/gpu_check.sh --step-bench     the real model's restore step (SmolLM2-135M from
+#                                   scripts/device_model.sh): stage 1, stage 2 and CPT, ours beside
+#                                   plain PyTorch (benchmarks/bench_step_real.py), with our profiles
 #   scripts/gpu_check.sh --operator the relation-KL operator alone (builds only its two targets):
 #                                   the harness's check (fp64 reference on every kernel path, the
 #                                   non-finite rule, exact zero gradient of single-key rows,
@@ -55,8 +59,21 @@ restore_bench() {
     echo "restore benchmark skipped: bench_restore_gpu was not built (see $out/configure.log)"
   fi
 }
-if [[ "${1:-}" == "--restore-bench" ]]; then
-  restore_bench
+# The real model's step, ours beside plain PyTorch, and where our time goes (profile/summary.md).
+step_bench() {
+  local model
+  model="$(scripts/device_model.sh | tail -1)" || { step "real-model step benchmark" 1; return; }
+  python3 benchmarks/bench_step_real.py --cli "$build/src/cli/linear-ard" --model "$model" --profile-steps 2 \
+    --out "$out/step_bench" 2>&1 | tee "$out/step_bench.log" | tail -8
+  step "real-model step benchmark" "${PIPESTATUS[0]}"
+  for f in "$out"/step_bench/ours_*/profile/summary.md; do
+    [[ -f "$f" ]] && cp "$f" "$out/profile_$(basename "$(dirname "$(dirname "$f")")").md"
+  done
+  rm -rf "$out"/step_bench/ours_*/model "$out"/step_bench/ours_*/profile/trace.json "$out"/step_bench/*.npy
+}
+if [[ "${1:-}" == "--restore-bench" || "${1:-}" == "--step-bench" ]]; then
+  [[ "${1:-}" == "--restore-bench" ]] && restore_bench
+  [[ "${1:-}" == "--step-bench" ]] && step_bench
   printf '%s\n' "${summary[@]}"
   exit $status
 fi
@@ -134,6 +151,7 @@ if [[ -z "${SKIP_BENCH:-}" ]]; then
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log"
   step "benchmark" "${PIPESTATUS[0]}"
   restore_bench
+  step_bench
 fi
 printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
 printf '%s\n' "${summary[@]}"

@@ -254,6 +254,8 @@ const std::vector<ConfigField>& config_fields() {
       CONFIG_FIELD("checkpoint_every", checkpoint_every, "write `checkpoint-<step>/` every N global steps (0: none; below)"),
       CONFIG_FIELD("resume", resume, "continue from the output folder's newest checkpoint (none there: a fresh run)"),
       CONFIG_FIELD("stop_after_step", stop_after_step, "write a checkpoint after this global step and end the run (0: never; time-sliced jobs, tests)"),
+      CONFIG_FIELD("profile_steps", profile_steps,
+                   "profile global steps 2..1+N with torch's profiler (0: off): writes `profile/trace.json` (Chrome trace: Perfetto, chrome://tracing) and `profile/summary.md` (per step: phase times, device kernels, CPU operators' self time); the profiled steps synchronize the device at each phase boundary, so their times in the metrics are not the run's"),
       CONFIG_FIELD_PARSE("pretrain.model", pretrain.model, pretrain_model_parse,
                          "`linear-ard pretrain` only: the new model's config.json keys, or the path of a config.json (docs/pretrain.md)"),
       CONFIG_FIELD_ALIAS("pretrain.tokenizer", "", pretrain.tokenizer, "a folder path",
@@ -517,6 +519,7 @@ void schedule_validate(const RestoreConfig& c) {
   check(c.stop_after_step >= 0, "stop_after_step", "must be >= 0 (0: run to the end)");
   check(c.eval_every >= 0, "eval_every", "must be >= 0 (0: before and after training only)");
   check(c.log_every >= 1, "log_every", "must be >= 1");
+  check(c.profile_steps >= 0, "profile_steps", "must be >= 0 (0: no profile)");
 }
 
 // The objective keys: relations, weights, layers, trainables.

@@ -3,6 +3,7 @@
 
 #include "linear_ard/model/llama_model.h"  // defines: model_forward
 #include "linear_ard/ops/relation_kl.h"     // defines: relation_kl, relation_kl_row_mean
+#include "linear_ard/train/step_profile.h"   // defines: PhaseScope
 
 namespace linear_ard::train {
 
@@ -31,14 +32,18 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
   // Nothing after the last distilled layer's QKV matters unless the logits are distilled too.
   if (!logits) options.stop_after_qkv_layer = ctx.layers.back();
   options.compute_logits = logits;
-  model::ModelOutputs t;
+  model::ModelOutputs t, s;
   {
+    PhaseScope phase("teacher_forward");
     torch::NoGradGuard no_grad;
     t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
   }
   options.recompute_layers = ctx.recompute_layers;
-  const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
-
+  {
+    PhaseScope phase("student_forward");
+    s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+  }
+  PhaseScope phase("relation_loss");
   const bool attention = ctx.objective.relations == Relations::kAttention;
   ops::RelationLossOptions rel = ctx.loss_options;
   if (attention) rel.lambda_q = rel.lambda_k = 0;  // Q/Q and K/K give way to the attention map
@@ -89,7 +94,12 @@ ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& 
                            const torch::Tensor& weights) {
   model::ForwardOptions options;
   options.recompute_layers = ctx.recompute_layers;
-  const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+  model::ModelOutputs s;
+  {
+    PhaseScope phase("student_forward");
+    s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+  }
+  PhaseScope phase("lm_loss");
   const int64_t n = ids.size(1);
   const auto logits = s.logits.narrow(1, 0, n - 1).to(torch::kFloat).reshape({-1, s.logits.size(-1)});
   const auto targets = ids.narrow(1, 1, n - 1).reshape({-1});
@@ -112,8 +122,9 @@ ObjectiveLoss objective_longred(const ObjectiveContext& ctx, const model::Overri
   model::ForwardOptions options;
   options.output_hidden_states = true;
   options.compute_logits = false;
-  model::ModelOutputs t;
+  model::ModelOutputs t, s;
   {
+    PhaseScope phase("teacher_forward");
     torch::NoGradGuard no_grad;
     t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
   }
@@ -122,7 +133,11 @@ ObjectiveLoss objective_longred(const ObjectiveContext& ctx, const model::Overri
     const int64_t skip = torch::randint(1, ctx.longred_max_skip + 1, {1}, torch::kLong).item<int64_t>();
     options.position_ids = (torch::arange(ids.size(1), torch::kLong) * skip).unsqueeze(0).to(ids.device());
   }
-  const model::ModelOutputs s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+  {
+    PhaseScope phase("student_forward");
+    s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
+  }
+  PhaseScope phase("hidden_cos");
   torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kFloat).device(ids.device()));
   for (int64_t l : ctx.layers) {
     const auto ht = t.hidden_states.at(l + 1).to(torch::kFloat);

@@ -7,8 +7,27 @@
 #include <vector>
 
 #include "linear_ard/dist/gradient_buckets.h"  // defines: GradientBuckets, Distributed
+#include "linear_ard/train/step_profile.h"     // defines: PhaseScope
 
 namespace linear_ard::train {
+
+namespace {
+
+// The global 2-norm of the gradients before clipping (torch.nn.utils.clip_grad_norm_ with
+// foreach: one multi-tensor norm, one multi-tensor scale); scales them to max_norm when above it
+// and finite. An infinite max_norm only measures.
+double grad_norm_clip(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  const double norm = torch::stack(torch::_foreach_norm(grads, 2)).norm(2).item<double>();
+  const double coef = max_norm / (norm + 1e-6);
+  if (std::isfinite(norm) && coef < 1.0) torch::_foreach_mul_(grads, coef);
+  return norm;
+}
+
+}  // namespace
 
 StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::optim::AdamW& optimizer,
                         const std::function<torch::Tensor()>& next_batch, const StepSettings& settings) {
@@ -24,7 +43,17 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
   StepResult result;
   const auto accum = static_cast<double>(settings.grad_accum);
   for (int64_t a = 0; a < settings.grad_accum; ++a) {
-    const ObjectiveLoss l = loss(trainables.overrides(settings.dtype, /*training=*/true), next_batch());
+    torch::Tensor batch;
+    model::Overrides overrides;
+    {
+      PhaseScope phase("data");
+      batch = next_batch();
+    }
+    {
+      PhaseScope phase("cast_trainables");
+      overrides = trainables.overrides(settings.dtype, /*training=*/true);
+    }
+    const ObjectiveLoss l = loss(overrides, batch);
     const double value = l.total.item<double>();
     if (!std::isfinite(value)) {
       std::string detail;
@@ -33,6 +62,7 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
                                " (" + detail + "); stopped before this step's update (try dtype=fp32 or a lower lr)");
     }
     if (settings.gradients && a + 1 == settings.grad_accum) settings.gradients->arm();
+    PhaseScope phase("backward");
     (l.total / accum).backward();
     result.loss += value;
     for (const auto& [k, v] : l.parts) result.parts[k] += v;
@@ -40,6 +70,7 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
   result.loss /= accum;
   for (auto& [k, v] : result.parts) v /= accum;
   if (settings.gradients) {
+    PhaseScope phase("all_reduce");
     settings.gradients->finish();
     // Every rank's loss is a mean over equally many blocks: the global mean is the mean over ranks.
     const dist::Distributed& d = settings.gradients->distributed();
@@ -52,13 +83,16 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
     int64_t i = 1;
     for (auto& [k, v] : result.parts) v = t[i++].item<double>();
   }
-  // clip_grad_norm_ returns the norm before clipping; an infinite max norm measures without clipping.
   const double max_norm = settings.clip_grad_norm > 0 ? settings.clip_grad_norm : std::numeric_limits<double>::infinity();
-  result.grad_norm = torch::nn::utils::clip_grad_norm_(trainables.parameters(), max_norm);
+  {
+    PhaseScope phase("clip_grad_norm");
+    result.grad_norm = grad_norm_clip(trainables.parameters(), max_norm);
+  }
   if (!std::isfinite(result.grad_norm))
     throw StepDiverged("step " + std::to_string(settings.global_step) + ": gradient norm is " +
                              std::to_string(result.grad_norm) +
                              "; stopped before this step's update (try dtype=fp32 or a lower lr)");
+  PhaseScope phase("optimizer");
   optimizer.step();
   return result;
 }

@@ -14,7 +14,9 @@
 #include "linear_ard/io/json_file.h"         // defines: json_file_write
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/weights_place.h"  // defines: weights_place
+#include "linear_ard/train/fused_adamw.h"    // defines: FusedAdamW
 #include "linear_ard/train/lr_schedule.h"    // defines: lr_schedule_at
+#include "linear_ard/train/step_profile.h"   // defines: StepProfile
 #include "output_folder.h"                   // defines: OutputLock, output_prepare, output_stale_remove
 
 namespace linear_ard::train {
@@ -273,7 +275,7 @@ void run_plan_finish(RunPlan& plan) {
 
 std::string run_resume_key(const RestoreConfig& config) {
   RestoreConfig r = config;
-  r.resume = false, r.stop_after_step = 0, r.overwrite = false, r.divergence_factor = RestoreConfig{}.divergence_factor;
+  r.resume = false, r.stop_after_step = 0, r.profile_steps = 0, r.overwrite = false, r.divergence_factor = RestoreConfig{}.divergence_factor;
   return restore_config_to_yaml(r);
 }
 
@@ -290,7 +292,7 @@ ResumePoint run_resume_find(const RunPlan& plan) {
   resume.state = checkpoint_state_read(checkpoint);
   if (resume.state->config_yaml != run_resume_key(c))
     throw std::invalid_argument("config key 'resume': checkpoint " + checkpoint +
-                                " was written by a run with another config (only resume, stop_after_step, "
+                                " was written by a run with another config (only resume, stop_after_step, profile_steps, "
                                 "overwrite and divergence_factor may differ)");
   if (resume.state->world_size != plan.world)
     throw std::invalid_argument("config key 'resume': checkpoint " + checkpoint + " was written by a run of " +
@@ -402,6 +404,16 @@ class CheckpointKeeper {
   std::optional<int64_t> unchecked_;
 };
 
+// What a profile of `stage`'s steps shows, for its summary's title.
+std::string profile_title(const RunPlan& plan, const StageSpec& stage) {
+  const RestoreConfig& c = plan.config;
+  const std::string objective = stage.stage == 2 ? "cpt (stage 2)" : enum_name(c.method);
+  return plan.name + " stage " + std::to_string(stage.stage) + ", " + objective + ", trainable " +
+         enum_name(c.trainable) + ", ctx " + std::to_string(stage.ctx_len) + " x batch " +
+         std::to_string(stage.batch_size) + " x accum " + std::to_string(stage.grad_accum) + ", " +
+         enum_name(c.device) + " " + enum_name(c.dtype);
+}
+
 // The first step loss of `stage` in a resumed run's records (the divergence rule's reference).
 std::optional<double> stage_first_loss(const ResumePoint& resume, int64_t stage) {
   for (const auto& r : resume.records)
@@ -424,10 +436,10 @@ int64_t stage_resume(const RunPlan& plan, const ResumePoint& resume, const Stage
 // Runs `stage`'s loop; false when stop_after_step ended the run (its checkpoint written).
 bool run_stage(const RunPlan& plan, RunModel& model, RunOutputs& outputs, const ResumePoint& resume,
                const StageSpec& stage, int64_t step_offset, const RunEvaluate& evaluate, RunProgress& progress,
-               CheckpointKeeper& keeper) {
+               CheckpointKeeper& keeper, StepProfile* profile) {
   const RestoreConfig& c = plan.config;
   TrainableSet& trainables = *model.trainables;
-  torch::optim::AdamW optimizer(trainables.parameters(), torch::optim::AdamWOptions(stage.lr).weight_decay(c.weight_decay));
+  FusedAdamW optimizer(trainables.parameters(), torch::optim::AdamWOptions(stage.lr).weight_decay(c.weight_decay));
   const int64_t first = stage_resume(plan, resume, stage, trainables, optimizer);
   std::optional<double> reference = stage_first_loss(resume, stage.stage);
   const LrSchedule schedule{stage.lr, stage.warmup_steps, stage.steps, stage.min_lr_ratio};
@@ -439,12 +451,14 @@ bool run_stage(const RunPlan& plan, RunModel& model, RunOutputs& outputs, const 
     const double lr = lr_schedule_at(schedule, step - 1);
     int64_t drawn = (step - 1) * stage.batch_size * stage.grad_accum;
     StepResult result;
+    if (profile) profile->step_begin(global);
     try {
       result = restore_step(stage.loss, trainables, optimizer, batch_source(plan, model, stage, drawn),
                             {stage.grad_accum, lr, c.clip_grad_norm, plan.dtype, global, model.gradients ? &*model.gradients : nullptr});
     } catch (const StepDiverged& e) {
       throw std::runtime_error(e.what() + keeper.diverged());
     }
+    if (profile) profile->step_end(global, tokens_per_step, profile_title(plan, stage));
     const double step_s = seconds_since(t0);
     progress.train_s += step_s;
     progress.tokens += tokens_per_step;
@@ -487,10 +501,19 @@ bool run_stage(const RunPlan& plan, RunModel& model, RunOutputs& outputs, const 
 bool run_stages(const RunPlan& plan, RunModel& model, RunOutputs& outputs, const ResumePoint& resume,
                 const std::vector<StageSpec>& stages, const RunEvaluate& evaluate, RunProgress& progress) {
   CheckpointKeeper keeper(plan, resume);
+  std::optional<StepProfile> profile;
+  const RestoreConfig& c = plan.config;
+  if (c.profile_steps > 0 && plan.main_rank) {
+    // Step 1 warms up (allocator, kernels' first launches) unless it is the only one.
+    const int64_t first = std::min<int64_t>(2, plan.total_steps());
+    profile.emplace((fs::path(c.output) / "profile").string(), first,
+                    std::min(c.profile_steps, plan.total_steps() - first + 1), plan.device);
+  }
   int64_t step_offset = 0;
   for (const StageSpec& stage : stages) {
     const bool finished_before = resume.state && resume.state->stage > stage.stage;
-    if (!finished_before && !run_stage(plan, model, outputs, resume, stage, step_offset, evaluate, progress, keeper))
+    if (!finished_before && !run_stage(plan, model, outputs, resume, stage, step_offset, evaluate, progress, keeper,
+                                       profile ? &*profile : nullptr))
       return false;
     step_offset += stage.steps;
   }

@@ -126,6 +126,7 @@ struct RestoreConfig {
   int64_t checkpoint_every = 0;
   bool resume = false;
   int64_t stop_after_step = 0;
+  int64_t profile_steps = 0;         // profile/ of steps 2..1+N (train/step_profile.h)
   PretrainConfig pretrain;           // `linear-ard pretrain`: a random model instead of a teacher
 };
 
