@@ -117,14 +117,11 @@ def final_qkv(model, ids, state):
 
 
 def _relation_kl_rows(xs, xt):
-    """Mean over rows of KL(softmax(Xt Xt^T/sqrt d) || softmax(Xs Xs^T/sqrt d)), causal, dense fp32."""
-    n, d = xs.shape[-2], xs.shape[-1]
-    mask = torch.ones(n, n, dtype=torch.bool, device=xs.device).tril()
-    zs = (xs.float() @ xs.float().transpose(-1, -2)) / math.sqrt(d)
-    zt = (xt.float() @ xt.float().transpose(-1, -2)) / math.sqrt(d)
-    ls = torch.log_softmax(zs.masked_fill(~mask, -math.inf), -1)
-    lt = torch.log_softmax(zt.masked_fill(~mask, -math.inf), -1)
-    kl = torch.where(mask, lt.exp() * (lt - ls), torch.zeros((), device=xs.device)).sum(-1)
+    """Sum over rows of the causal self-relation KL, dense in fp32: the project's one dense oracle."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    from relation_kl_dense import relation_kl_dense
+    kl, _, _ = relation_kl_dense(xs.unsqueeze(1), None, xt.unsqueeze(1), None, causal=True,
+                                 dtype=torch.float32, device=xs.device)
     return kl.sum()
 
 
