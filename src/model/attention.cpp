@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "linear_ard/model/weights_group.h"  // defines: weights_linear_group
+
 namespace linear_ard::model {
 namespace {
 
@@ -45,11 +47,16 @@ AttentionMask attention_mask_build(int64_t q_len, int64_t past_len,
 
 LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides,
                        const std::string& prefix, const torch::Tensor& x, const RopeCosSin& rope) {
-  const int64_t d = model_config_head_dim(weights.config);
-  auto q = split_heads(weights_linear(weights, overrides, prefix + ".q_proj", x), d);
-  auto k = split_heads(weights_linear(weights, overrides, prefix + ".k_proj", x), d);
-  auto v = split_heads(weights_linear(weights, overrides, prefix + ".v_proj", x), d);
-  return {rope_apply(q, rope), rope_apply(k, rope), v};
+  const ModelConfig& c = weights.config;
+  const int64_t d = model_config_head_dim(c), h = c.num_attention_heads, hkv = c.num_key_value_heads;
+  // One GEMM for q, k and v ([B, n, (H + 2 Hkv) d]), and RoPE once over the q and k heads together.
+  auto heads = split_heads(
+      weights_linear_group(weights, overrides, {prefix + ".q_proj", prefix + ".k_proj", prefix + ".v_proj"}, x), d);
+  // Splits, not slices: the gradient of a split is one concatenation, that of each slice a
+  // zero-filled tensor of the whole size.
+  auto qk_v = heads.split_with_sizes({h + hkv, hkv}, 1);
+  auto q_k = rope_apply(qk_v[0], rope).split_with_sizes({h, hkv}, 1);
+  return {q_k[0], q_k[1], qk_v[1]};
 }
 
 torch::Tensor attention_output(const LlamaWeights& weights, const Overrides& overrides,

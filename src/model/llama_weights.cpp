@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "linear_ard/model/memory_fit.h"  // defines: memory_fit_check, model_config_sizes_text
+#include "linear_ard/model/weights_group.h"  // defines: weights_group_pack
 
 namespace linear_ard::model {
 namespace {
@@ -85,6 +86,7 @@ LlamaWeights llama_weights_from_map(const ModelConfig& config,
   if (config.tie_word_embeddings) tensors.erase("lm_head.weight");
   if (const auto mismatch = llama_weights_mismatch(config, tensors))
     throw std::invalid_argument("checkpoint: " + mismatch->message);
+  weights_group_pack(config, tensors);  // group by group: the originals go as their copies come
   LlamaWeights weights{config, {}};
   llama_expected_tensors_each(config, [&](const ExpectedTensor& e) {
     if (const auto it = tensors.find(e.name); it != tensors.end())

@@ -174,18 +174,22 @@ RopeCosSin rope_cos_sin(const RopeTables& tables, const torch::Tensor& position_
   auto inv_freq = freqs->inv_freq.to(position_ids.device());
   auto angles = position_ids.unsqueeze(-1).to(torch::kFloat) * inv_freq;
   auto emb = torch::cat({angles, angles}, -1);
-  return {(emb.cos() * freqs->attention_scaling).to(dtype),
-          (emb.sin() * freqs->attention_scaling).to(dtype)};
+  auto sin = (emb.sin() * freqs->attention_scaling).to(dtype);
+  const int64_t half = sin.size(-1) / 2;
+  return {(emb.cos() * freqs->attention_scaling).to(dtype), sin,
+          torch::cat({-sin.narrow(-1, 0, half), sin.narrow(-1, half, half)}, -1)};
 }
 
 torch::Tensor rope_apply(const torch::Tensor& x, const RopeCosSin& cs) {
   const int64_t rot = cs.cos.size(-1);
-  auto cos = cs.cos.unsqueeze(1), sin = cs.sin.unsqueeze(1);
-  auto rotated = x.narrow(-1, 0, rot);
-  auto first = rotated.narrow(-1, 0, rot / 2), second = rotated.narrow(-1, rot / 2, rot / 2);
-  auto out = rotated * cos + torch::cat({-second, first}, -1) * sin;
-  if (rot == x.size(-1)) return out;
-  return torch::cat({out, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
+  auto cos = cs.cos.unsqueeze(1), sin_signed = cs.sin_signed.unsqueeze(1);
+  // rotate_half(x) = cat(-x2, x1), so rotate_half(x) * sin = roll(x, rot / 2) * sin_signed bit for
+  // bit (negation is exact): one kernel for the rotation where HF's takes a negation and a
+  // concatenation, and no slices, whose gradients would each be a zero-filled full-size tensor.
+  if (rot == x.size(-1)) return x * cos + x.roll(rot / 2, -1) * sin_signed;
+  auto parts = x.split_with_sizes({rot, x.size(-1) - rot}, -1);
+  auto out = parts[0] * cos + parts[0].roll(rot / 2, -1) * sin_signed;
+  return torch::cat({out, parts[1]}, -1);
 }
 
 }  // namespace linear_ard::model

@@ -31,6 +31,9 @@ std::optional<WeightsMismatch> llama_weights_mismatch(const ModelConfig& config,
 
 // Checks that every tensor the config implies is present with its shape, detaches and freezes them,
 // and drops an lm_head.weight that tie_word_embeddings makes redundant. Throws naming the tensor.
+// Each layer's q/k/v weights (and biases), and its gate/up weights, are then packed back to back in
+// one storage (weights_group_pack; the map keeps their names, as views) so that
+// weights_linear_group reads each group with one GEMM.
 LlamaWeights llama_weights_from_map(const ModelConfig& config,
                                     std::map<std::string, torch::Tensor> tensors);
 

@@ -36,6 +36,7 @@ inline RopeTables rope_tables_init(const ModelConfig& config) {
 
 struct RopeCosSin {
   torch::Tensor cos, sin;  // [B or 1, n, rotary_dim], in the activation dtype
+  torch::Tensor sin_signed;  // sin with its first half negated, for rope_apply's rotation
 };
 
 // cos/sin for position_ids [B or 1, n] (int64). `seq_len` is the length the dynamic/longrope
@@ -43,7 +44,8 @@ struct RopeCosSin {
 RopeCosSin rope_cos_sin(const RopeTables& tables, const torch::Tensor& position_ids,
                         torch::ScalarType dtype, std::optional<int64_t> seq_len = std::nullopt);
 
-// x [B, heads, n, head_dim] rotated on its first rotary_dim features (rotate-half convention).
+// x [B, heads, n, head_dim] rotated on its first rotary_dim features (rotate-half convention),
+// bit for bit as HF's x * cos + rotate_half(x) * sin.
 torch::Tensor rope_apply(const torch::Tensor& x, const RopeCosSin& cs);
 
 }  // namespace linear_ard::model
