@@ -176,7 +176,7 @@ RopeCosSin rope_cos_sin(const RopeTables& tables, const torch::Tensor& position_
   auto emb = torch::cat({angles, angles}, -1);
   auto sin = (emb.sin() * freqs->attention_scaling).to(dtype);
   const int64_t half = sin.size(-1) / 2;
-  return {(emb.cos() * freqs->attention_scaling).to(dtype), sin,
+  return {(emb.cos() * freqs->attention_scaling).to(dtype),
           torch::cat({-sin.narrow(-1, 0, half), sin.narrow(-1, half, half)}, -1)};
 }
 

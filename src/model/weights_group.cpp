@@ -7,17 +7,13 @@
 namespace linear_ard::model {
 namespace {
 
-// The tensors stacked by rows as one view, when they already lie back to back, in order, in one
-// storage (same dtype, same trailing sizes, contiguous, no autograd history); nullopt otherwise.
+// The tensors (stackable) stacked by rows as one view, when they already lie back to back, in
+// order, in one storage, contiguous and with no autograd history; nullopt otherwise.
 std::optional<torch::Tensor> rows_view(const std::vector<torch::Tensor>& ts) {
   const torch::Tensor& first = ts.front();
-  if (!first.is_contiguous() || first.requires_grad()) return std::nullopt;
-  int64_t rows = first.size(0), next = first.storage_offset() + first.numel();
-  for (size_t i = 1; i < ts.size(); ++i) {
-    const torch::Tensor& t = ts[i];
-    if (!t.is_alias_of(first) || t.scalar_type() != first.scalar_type() || !t.is_contiguous() ||
-        t.requires_grad() || t.storage_offset() != next || t.dim() != first.dim() ||
-        t.sizes().slice(1) != first.sizes().slice(1))
+  int64_t rows = 0, next = first.storage_offset();
+  for (const torch::Tensor& t : ts) {
+    if (!t.is_alias_of(first) || !t.is_contiguous() || t.requires_grad() || t.storage_offset() != next)
       return std::nullopt;
     rows += t.size(0);
     next += t.numel();

@@ -35,8 +35,9 @@ inline RopeTables rope_tables_init(const ModelConfig& config) {
 }
 
 struct RopeCosSin {
-  torch::Tensor cos, sin;  // [B or 1, n, rotary_dim], in the activation dtype
-  torch::Tensor sin_signed;  // sin with its first half negated, for rope_apply's rotation
+  // [B or 1, n, rotary_dim], in the activation dtype; sin_signed is sin with its first half
+  // negated (rope_apply's form of rotate_half)
+  torch::Tensor cos, sin_signed;
 };
 
 // cos/sin for position_ids [B or 1, n] (int64). `seq_len` is the length the dynamic/longrope
