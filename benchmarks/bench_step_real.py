@@ -26,6 +26,8 @@ relation KL's own FLOPs are left out (both sides compute it, in different ways).
     python benchmarks/bench_step_real.py --cli build-gpu/src/cli/linear-ard [--model DIR]
         [--cases ard:4096:8,stage2:32768:1,cpt:32768:1] [--steps 6] [--warmup 2] [--out DIR]
     --tiny: the bundled 3.7M-parameter model on the CPU, short blocks (a smoke run; figures mean nothing)
+    --random-weights: --model's config and tokenizer with weights drawn at random (same shapes, so the
+        same step time), for a GPU machine the real weights have not reached
 
 A benchmark, not a test: it prints a table last (markdown) and writes it with the raw figures as JSON.
 """
@@ -252,6 +254,28 @@ def table(rows, device_name):
     return "\n".join(lines)
 
 
+def random_copy(model_dir, out):
+    """out/random_model: model_dir's config and tokenizer files with weights from transformers' own
+    initialisation (seed 0), saved by transformers in the config's dtype. Written under a temporary
+    name and renamed; reused when it exists."""
+    import shutil
+    from transformers import AutoConfig, AutoModelForCausalLM
+    dst = out / "random_model"
+    if (dst / "config.json").exists():
+        return str(dst)
+    tmp = out / "random_model.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    torch.manual_seed(0)
+    config = AutoConfig.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_config(config, dtype=getattr(config, "dtype", None) or torch.bfloat16)
+    model.save_pretrained(tmp)
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        if (Path(model_dir) / name).exists():
+            shutil.copy(Path(model_dir) / name, tmp / name)
+    tmp.rename(dst)
+    return str(dst)
+
+
 def default_model(args):
     if args.tiny:
         return str(ROOT / "models" / "demo")
@@ -271,6 +295,8 @@ def main():
     p.add_argument("--profile-steps", type=int, default=0, help="also write our profile/ (train/step_profile.h)")
     p.add_argument("--out", default=None, help="folder for table.md, results.json and our runs")
     p.add_argument("--tiny", action="store_true", help="bundled 3.7M model on the CPU (smoke run)")
+    p.add_argument("--random-weights", action="store_true",
+                   help="--model's config and tokenizer, random weights (timings only)")
     args = p.parse_args()
     if args.tiny and args.cases == p.get_default("cases"):
         args.cases = "ard:64:2,stage2:128:1,cpt:128:1"
@@ -281,6 +307,8 @@ def main():
     config = json.loads((Path(args.model) / "config.json").read_text())
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_step_real_"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.random_weights:
+        args.model = random_copy(args.model, out)
     rng = np.random.default_rng(0)
     rows = []
     for case in cases:

@@ -125,7 +125,11 @@ for phase in "$@"; do
     names=(native pi4 yarn4) paths=("$teacher" "$(m pi4)" "$(m yarn4)")
     for method in ard cpt cpt_qkv longred; do
       lr="$(best "$method")"
-      for s in "" ${EVAL_SEEDS-_s1 _s2}; do names+=("$method$s"); paths+=("$(m "${method}_lr${lr}$s")"); done
+      for s in "" ${EVAL_SEEDS-_s1 _s2}; do
+        # A run that did not finish (e.g. cut off by a call's time limit) is left out, and said so.
+        [[ -f "$(m "${method}_lr${lr}$s")/config.json" ]] || { echo "experiment_real: no ${method}_lr${lr}$s; left out of main"; continue; }
+        names+=("$method$s"); paths+=("$(m "${method}_lr${lr}$s")")
+      done
     done
     [[ -f "$out/main.json" ]] || "$cli" eval compare "${paths[@]}" --names "${names[@]}" "${common[@]}" \
       -o "$out/main" >"$E/logs/eval_main.log" 2>&1 &

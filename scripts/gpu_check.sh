@@ -45,7 +45,7 @@ source scripts/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried b
 if [[ "${1:-}" == "--operator" || "${1:-}" == "--dev" ]]; then
   LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops || exit 1
 else
-  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops model_dump linear_ard_cli bench_restore_gpu || exit 1
+  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops model_dump fused_kernels_check linear_ard_cli bench_restore_gpu || exit 1
 fi
 
 export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
@@ -60,16 +60,24 @@ restore_bench() {
   fi
 }
 # The real model's step, ours beside plain PyTorch, and where our time goes (profile/summary.md).
+# STEP_BENCH_WEIGHTS=random: the model's config and tokenizer only (.devmodel/config, carried; written
+# by scripts/device_model_pack.sh) with random weights, which time the same, with no GGUF transfer.
 step_bench() {
-  local model
-  model="$(scripts/device_model.sh | tail -1)" || { step "real-model step benchmark" 1; return; }
-  python3 benchmarks/bench_step_real.py --cli "$build/src/cli/linear-ard" --model "$model" --profile-steps 2 \
+  local model weights=()
+  if [[ "${STEP_BENCH_WEIGHTS:-}" == random ]]; then
+    model="$root/.devmodel/config" weights=(--random-weights)
+  else
+    model="$(scripts/device_model.sh | tail -1)" || { step "real-model step benchmark" 1; return; }
+  fi
+  python3 benchmarks/bench_step_real.py --cli "$build/src/cli/linear-ard" --model "$model" "${weights[@]}" \
+    --profile-steps 2 ${STEP_BENCH_CASES:+--cases "$STEP_BENCH_CASES"} \
     --out "$out/step_bench" 2>&1 | tee "$out/step_bench.log" | tail -8
   step "real-model step benchmark" "${PIPESTATUS[0]}"
   for f in "$out"/step_bench/ours_*/profile/summary.md; do
     [[ -f "$f" ]] && cp "$f" "$out/profile_$(basename "$(dirname "$(dirname "$f")")").md"
   done
-  rm -rf "$out"/step_bench/ours_*/model "$out"/step_bench/ours_*/profile/trace.json "$out"/step_bench/*.npy
+  rm -rf "$out"/step_bench/ours_*/model "$out"/step_bench/ours_*/profile/trace.json "$out"/step_bench/*.npy \
+    "$out"/step_bench/random_model
 }
 if [[ "${1:-}" == "--restore-bench" || "${1:-}" == "--step-bench" ]]; then
   [[ "${1:-}" == "--restore-bench" ]] && restore_bench
@@ -128,6 +136,12 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 python3 tests/gpu/check_relation_kl_torch.py 2>&1 | tee "$out/check_torch.log" | grep -v "^ok"
 step "torch op vs autograd (2x rule)" "${PIPESTATUS[0]}"
+# The model's fused CUDA kernels (q/k/v split + RoPE, SwiGLU) against the composite ops.
+if [[ -x "$build/tests/model/fused_kernels_check" ]]; then
+  "$build/tests/model/fused_kernels_check" >"$out/fused_kernels.log" 2>&1
+  step "fused model kernels vs composite" $?
+  grep -v "^ok" "$out/fused_kernels.log"
+fi
 # The model against transformers in bf16 on CUDA (FlashAttention's rule; docs/parity.md).
 if [[ -x "$build/tests/model/model_dump" ]]; then
   LINEAR_ARD_BUILD_DIR="$build" python3 tests/python/test_model_parity.py --device cuda --dtype bfloat16 \

@@ -3,7 +3,8 @@
 
 #include <cmath>
 
-#include "linear_ard/model/weights_group.h"  // defines: weights_linear_group
+#include "linear_ard/model/fused_rope_qkv.h"  // defines: rope_qkv_fused(_supported)
+#include "linear_ard/model/weights_group.h"    // defines: weights_linear_group
 
 namespace linear_ard::model {
 namespace {
@@ -49,9 +50,14 @@ LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides,
                        const std::string& prefix, const torch::Tensor& x, const RopeCosSin& rope) {
   const ModelConfig& c = weights.config;
   const int64_t d = model_config_head_dim(c), h = c.num_attention_heads, hkv = c.num_key_value_heads;
-  // One GEMM for q, k and v ([B, n, (H + 2 Hkv) d]), and RoPE once over the q and k heads together.
-  auto heads = split_heads(
-      weights_linear_group(weights, overrides, {prefix + ".q_proj", prefix + ".k_proj", prefix + ".v_proj"}, x), d);
+  // One GEMM for q, k and v ([B, n, (H + 2 Hkv) d]), then on CUDA one kernel for the split and RoPE.
+  auto qkv = weights_linear_group(weights, overrides, {prefix + ".q_proj", prefix + ".k_proj", prefix + ".v_proj"}, x);
+  if (rope_qkv_fused_supported(qkv, rope)) {
+    auto [q, k, v] = rope_qkv_fused(qkv, rope, h, hkv, d);
+    return {q, k, v};
+  }
+  // Elsewhere RoPE once over the q and k heads together.
+  auto heads = split_heads(qkv, d);
   // Splits, not slices: the gradient of a split is one concatenation, that of each slice a
   // zero-filled tensor of the whole size.
   auto qk_v = heads.split_with_sizes({h + hkv, hkv}, 1);
@@ -66,8 +72,13 @@ torch::Tensor attention_output(const LlamaWeights& weights, const Overrides& ove
   const ModelConfig& c = weights.config;
   const int64_t groups = c.num_attention_heads / c.num_key_value_heads;
   const double scale = std::pow(static_cast<double>(model_config_head_dim(c)), -0.5);
-  auto out = at::scaled_dot_product_attention(q, repeat_kv(k, groups), repeat_kv(v, groups),
-                                              mask.mask, 0.0, mask.is_causal && !mask.mask, scale);
+  // On CUDA without an explicit mask SDPA takes the GQA heads as they are (cuDNN and flash read
+  // K/V head h / groups): no repeated copies forward, no reduction of their gradients backward.
+  // Elsewhere (CPU, where the outputs stay bitwise HF's; masks, whose kernel lacks GQA) repeated.
+  const bool gqa = groups > 1 && q.is_cuda() && !mask.mask;
+  auto out = gqa ? at::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, mask.is_causal, scale, true)
+                 : at::scaled_dot_product_attention(q, repeat_kv(k, groups), repeat_kv(v, groups), mask.mask, 0.0,
+                                                    mask.is_causal && !mask.mask, scale);
   out = out.transpose(1, 2).reshape({q.size(0), q.size(2), -1});
   return weights_linear(weights, overrides, prefix + ".o_proj", out);
 }

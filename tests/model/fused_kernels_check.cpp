@@ -1,0 +1,129 @@
+// GPU check of the model layer's fused CUDA kernels against the composite torch ops they replace
+// (run by scripts/gpu_check.sh; on a machine without CUDA it says so and exits 0):
+// - q/k/v split + RoPE (rope_qkv_fused): forward and gradient bit for bit equal to the composite
+//   (split, rope_apply, autograd), fp32 / bf16 / fp16, full and partial rotary dims, GQA and MHA,
+//   cos shared across the batch or per row, odd lengths;
+// - SwiGLU (swiglu_fused): forward and the up half of the gradient bit for bit; the gate half
+//   within FlashAttention's rule, error against fp64 at most twice the composite's (the fused
+//   expression may contract differently into FMAs).
+// Prints one line per case and a last line with the verdict.
+#include <cstdio>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "linear_ard/model/fused_rope_qkv.h"
+#include "linear_ard/model/fused_swiglu.h"
+
+namespace {
+
+using linear_ard::model::RopeCosSin;
+
+struct Counter {
+  int failed = 0, total = 0;
+  void report(bool ok, const std::string& what) {
+    ++total;
+    if (!ok) ++failed;
+    std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  }
+};
+
+RopeCosSin random_cos_sin(int64_t batch, int64_t n, int64_t rot, torch::ScalarType dt) {
+  auto angles = torch::rand({batch, n, rot / 2}, torch::kCUDA) * 40.0;
+  auto emb = torch::cat({angles, angles}, -1);
+  auto sin = emb.sin().to(dt);
+  return {emb.cos().to(dt), torch::cat({-sin.narrow(-1, 0, rot / 2), sin.narrow(-1, rot / 2, rot / 2)}, -1)};
+}
+
+// The composite path of attention_qkv (split, rope_apply over the q and k heads), for comparison.
+std::vector<torch::Tensor> rope_composite(const torch::Tensor& qkv, const RopeCosSin& cs, int64_t h, int64_t hkv,
+                                          int64_t d) {
+  auto heads = qkv.view({qkv.size(0), qkv.size(1), -1, d}).transpose(1, 2);
+  auto qk_v = heads.split_with_sizes({h + hkv, hkv}, 1);
+  auto q_k = linear_ard::model::rope_apply(qk_v[0], cs).split_with_sizes({h, hkv}, 1);
+  return {q_k[0], q_k[1], qk_v[1]};
+}
+
+void check_rope(Counter& c, torch::ScalarType dt, int64_t h, int64_t hkv, int64_t d, int64_t rot, int64_t cos_batch) {
+  const int64_t b = 2, n = 37;
+  auto base = torch::randn({b, n, (h + 2 * hkv) * d}, torch::kCUDA).to(dt);
+  const RopeCosSin cs = random_cos_sin(cos_batch, n, rot, dt);
+  std::vector<torch::Tensor> upstream;
+  for (int64_t heads : {h, hkv, hkv}) upstream.push_back(torch::randn({b, heads, n, d}, torch::kCUDA).to(dt));
+  std::vector<torch::Tensor> outs[2], grads(2);
+  for (int fused = 0; fused < 2; ++fused) {
+    auto x = base.clone().requires_grad_(true);
+    if (fused) {
+      auto [q, k, v] = linear_ard::model::rope_qkv_fused(x, cs, h, hkv, d);
+      outs[1] = {q, k, v};
+    } else {
+      outs[0] = rope_composite(x, cs, h, hkv, d);
+    }
+    torch::autograd::backward(outs[fused], upstream);
+    grads[fused] = x.grad();
+  }
+  bool equal = true;
+  for (int i = 0; i < 3; ++i) equal = equal && torch::equal(outs[0][i], outs[1][i]);
+  const bool grad_equal = torch::equal(grads[0], grads[1]);
+  c.report(equal && grad_equal, "rope_qkv " + std::string(c10::toString(dt)) + " H=" + std::to_string(h) +
+                                    " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) + " rot=" +
+                                    std::to_string(rot) + " cos batch " + std::to_string(cos_batch) +
+                                    ": forward " + (equal ? "bitwise" : "DIFFERS") + ", gradient " +
+                                    (grad_equal ? "bitwise" : "DIFFERS"));
+}
+
+double max_error(const torch::Tensor& x, const torch::Tensor& ref) {
+  return (x.to(torch::kDouble) - ref).abs().max().item<double>();
+}
+
+void check_swiglu(Counter& c, torch::ScalarType dt, int64_t f) {
+  auto base = (torch::randn({3, 29, 2 * f}, torch::kCUDA) * 3).to(dt);
+  auto dh = torch::randn({3, 29, f}, torch::kCUDA).to(dt);
+  torch::Tensor out[2], grad[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    auto x = base.clone().requires_grad_(true);
+    auto parts = x.split_with_sizes({f, f}, -1);
+    out[fused] = fused ? linear_ard::model::swiglu_fused(x) : torch::silu(parts[0]) * parts[1];
+    out[fused].backward(dh);
+    grad[fused] = x.grad();
+  }
+  // fp64 reference of the gate gradient from the same (rounded) inputs and upstream.
+  auto g = base.narrow(-1, 0, f).to(torch::kDouble), u = base.narrow(-1, f, f).to(torch::kDouble);
+  auto sig = torch::sigmoid(g);
+  auto ref_dgate = dh.to(torch::kDouble) * u * sig * (1 + g * (1 - sig));
+  const double err_fused = max_error(grad[1].narrow(-1, 0, f), ref_dgate);
+  const double err_composite = max_error(grad[0].narrow(-1, 0, f), ref_dgate);
+  const bool fwd = torch::equal(out[0], out[1]);
+  const bool dup = torch::equal(grad[0].narrow(-1, f, f), grad[1].narrow(-1, f, f));
+  const bool dgate = err_fused <= 2 * err_composite + 1e-12;
+  char line[256];
+  std::snprintf(line, sizeof line, "swiglu %s f=%lld: forward %s, d_up %s, d_gate max err vs fp64 %.3g (composite %.3g)",
+                c10::toString(dt), static_cast<long long>(f), fwd ? "bitwise" : "DIFFERS", dup ? "bitwise" : "DIFFERS",
+                err_fused, err_composite);
+  c.report(fwd && dup && dgate, line);
+}
+
+}  // namespace
+
+int main() {
+  if (!torch::cuda::is_available()) {
+    std::printf("fused_kernels_check: no CUDA device here; nothing checked\n");
+    return 0;
+  }
+  torch::manual_seed(0);
+  Counter c;
+  for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    check_rope(c, dt, 9, 3, 64, 64, 1);   // SmolLM2's attention shape
+    check_rope(c, dt, 9, 3, 64, 64, 2);   // per-row positions
+    check_rope(c, dt, 4, 4, 96, 48, 1);   // MHA, partial rotary dim
+    check_rope(c, dt, 8, 2, 128, 128, 2);
+    check_rope(c, dt, 3, 1, 40, 20, 2);   // half rotary dim 10: the one-feature-per-thread path
+    check_swiglu(c, dt, 1536);
+    check_swiglu(c, dt, 77);
+  }
+  if (!linear_ard::model::rope_qkv_fused_supported(torch::zeros({1, 3, 64}, torch::kCUDA),
+                                                   random_cos_sin(1, 3, 64, torch::kFloat)))
+    c.report(false, "rope_qkv_fused_supported is false on a CUDA fp32 case (LINEAR_ARD_NO_FUSED_KERNELS set?)");
+  std::printf("fused_kernels_check: %d of %d cases %s\n", c.total - c.failed, c.total, c.failed ? "passed, FAILED" : "passed");
+  return c.failed ? 1 : 0;
+}
