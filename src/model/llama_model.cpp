@@ -41,8 +41,9 @@ torch::Tensor decoder_layer(const LayerContext& ctx, const torch::Tensor& hidden
   if (capture) *capture = qkv;
   auto k = qkv.k, v = qkv.v;
   if (cache) std::tie(k, v) = kv_cache_append(*cache, ctx.layer, k, v);
-  auto h = hidden + attention_output(w, ctx.overrides, p + ".self_attn", qkv.q, k, v, ctx.mask);
-  auto post = rms_norm(h, weights_get(w, ctx.overrides, p + ".post_attention_layernorm.weight"), eps);
+  const auto attn = attention_output(w, ctx.overrides, p + ".self_attn", qkv.q, k, v, ctx.mask);
+  const auto [h, post] =
+      add_rms_norm(hidden, attn, weights_get(w, ctx.overrides, p + ".post_attention_layernorm.weight"), eps);
   return h + mlp_forward(w, ctx.overrides, p + ".mlp", post);
 }
 

@@ -134,8 +134,9 @@ std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides,
                                                const std::string& prefix) {
   std::vector<torch::Tensor> out;
   auto matches = [&](const std::string& name) { return name.rfind(prefix, 0) == 0; };
-  for (const auto& [name, t] : overrides.replace)
-    if (matches(name) && t.requires_grad()) out.push_back(t);
+  for (const auto* tensors : {&overrides.replace, &overrides.stacked})
+    for (const auto& [name, t] : *tensors)
+      if (matches(name) && t.requires_grad()) out.push_back(t);
   for (const auto& [name, lora] : overrides.lora) {
     if (!matches(name)) continue;
     if (lora.a.requires_grad()) out.push_back(lora.a);

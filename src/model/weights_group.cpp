@@ -3,6 +3,7 @@
 #include "linear_ard/model/weights_group.h"
 
 #include <optional>
+#include <stdexcept>
 
 namespace linear_ard::model {
 namespace {
@@ -23,7 +24,19 @@ std::optional<torch::Tensor> rows_view(const std::vector<torch::Tensor>& ts) {
   return first.as_strided(sizes, first.strides(), first.storage_offset());
 }
 
-torch::Tensor rows_stacked(const std::vector<torch::Tensor>& ts) {
+// The tensors `ts` (one part, ".weight" or ".bias", of a group whose first tensor is `first`)
+// stacked by rows: the overrides' stacked tensor, a view where they lie back to back, else their
+// concatenation.
+torch::Tensor rows_stacked(const Overrides& overrides, const std::string& first, const std::vector<torch::Tensor>& ts) {
+  if (const auto it = overrides.stacked.find(first); it != overrides.stacked.end()) {
+    int64_t rows = 0;
+    for (const torch::Tensor& t : ts) rows += t.size(0);
+    if (it->second.size(0) != rows)
+      throw std::invalid_argument("weights_linear_group: stacked override " + first + " has " +
+                                  std::to_string(it->second.size(0)) + " rows, its group's tensors " +
+                                  std::to_string(rows));
+    return it->second;
+  }
   if (auto view = rows_view(ts)) return *view;
   return torch::cat(ts, 0);
 }
@@ -85,7 +98,9 @@ torch::Tensor weights_linear_group(const LlamaWeights& weights, const Overrides&
     for (const auto& m : modules) outs.push_back(weights_linear(weights, overrides, m, x));
     return torch::cat(outs, -1);
   }
-  return torch::nn::functional::linear(x, rows_stacked(ws), bs.empty() ? torch::Tensor() : rows_stacked(bs));
+  const std::string& first = modules.front();
+  return torch::nn::functional::linear(x, rows_stacked(overrides, first + ".weight", ws),
+                                       bs.empty() ? torch::Tensor() : rows_stacked(overrides, first + ".bias", bs));
 }
 
 }  // namespace linear_ard::model

@@ -8,25 +8,36 @@
 #include "linear_ard/io/json_file.h"  // defines: json_file_write
 
 namespace linear_ard::train {
+namespace {
+
+// Every tensor of the model, in the map's order.
+std::vector<std::string> full_names(const model::LlamaWeights& weights) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : weights.tensors) names.push_back(name);
+  return names;
+}
+
+// The q/k/v weights and biases the checkpoint holds of layers 0..last_layer, layer by layer.
+std::vector<std::string> qkv_names(const io::TensorMap& checkpoint, int64_t last_layer) {
+  std::vector<std::string> names;
+  for (int64_t l = 0; l <= last_layer; ++l)
+    for (const char* proj : {"q_proj", "k_proj", "v_proj"})
+      for (const char* part : {"weight", "bias"}) {
+        const std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj + "." + part;
+        if (checkpoint.count(name)) names.push_back(name);
+      }
+  return names;
+}
+
+}  // namespace
 
 TrainableSet::TrainableSet(Trainable mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
                            const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device)
     : lora_config_(lora), last_layer_(last_layer), num_layers_(weights.config.num_hidden_layers) {
-  const auto master = [&](const std::string& name) {
-    names_.push_back(name);
-    parameters_.push_back(checkpoint.at(name).to(device, torch::kFloat).clone().set_requires_grad(true));
-  };
-  if (mode == Trainable::kFull) {
-    for (const auto& [name, t] : weights.tensors) master(name);
-    return;
-  }
-  if (mode == Trainable::kQkv) {
-    for (int64_t l = 0; l <= last_layer; ++l)
-      for (const char* proj : {"q_proj", "k_proj", "v_proj"})
-        for (const char* part : {"weight", "bias"}) {
-          const std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj + "." + part;
-          if (checkpoint.count(name)) master(name);
-        }
+  if (mode == Trainable::kFull || mode == Trainable::kQkv) {
+    names_ = mode == Trainable::kFull ? full_names(weights) : qkv_names(checkpoint, last_layer);
+    masters_.emplace(names_, checkpoint, num_layers_, device);
+    parameters_ = masters_->parameters();
     return;
   }
   lora_ = true;
@@ -58,13 +69,10 @@ int64_t TrainableSet::parameter_count() const {
 }
 
 model::Overrides TrainableSet::overrides(torch::ScalarType dtype, bool training) const {
-  model::Overrides o;
-  if (!lora_) {
-    for (size_t i = 0; i < names_.size(); ++i) o.replace[names_[i]] = parameters_[i].to(dtype);
-    return o;
-  }
+  if (!lora_) return masters_->overrides(dtype);
   const double scale = lora_config_.alpha / static_cast<double>(lora_config_.rank);
   const double dropout = training ? lora_config_.dropout : 0.0;
+  model::Overrides o;
   for (size_t m = 0; m < modules_.size(); ++m)
     o.lora[modules_[m]] =
         model::LoraAdapter{parameters_[2 * m].to(dtype), parameters_[2 * m + 1].to(dtype), scale, dropout};

@@ -62,6 +62,21 @@ def cli(binary, *args):
     return r
 
 
+def requests_of(folder):
+    """Every request of the samples log `eval tasks --output_path FOLDER --log_samples` wrote (lm-eval's
+    layout: FOLDER/<model>/samples_<task>_<date>.jsonl) as {context, continuation, logprob, greedy}."""
+    logs = sorted(folder.glob("*/samples_*.jsonl"))
+    if not logs:
+        raise RuntimeError(f"no samples log under {folder}")
+    out = []
+    for line in logs[0].read_text(encoding="utf-8").splitlines():
+        sample = json.loads(line)
+        for args, (logprob, greedy) in zip(sample["arguments"].values(), sample["filtered_resps"]):
+            out.append({"context": args["arg_0"], "continuation": args["arg_1"], "logprob": float(logprob),
+                        "greedy": greedy == "True"})
+    return out
+
+
 def logits_of(models, ids, device):
     """{dtype: fp32 CPU logits [n, vocab]} of one sequence for each transformers model."""
     out = {}
@@ -86,10 +101,11 @@ def check_model(binary, folder, tok, device, dtype, work, failures):
              "gold": rng.randrange(3)} for _ in range(12)]
     task = work / f"{name}_mc.jsonl"
     task.write_text("".join(json.dumps(d) + "\n" for d in docs))
-    req = work / f"{name}_req.jsonl"
-    cli(binary, "tasks", folder, "--tasks", task, "--write-requests", req, "--batch-size", 4, *args)
+    samples = work / f"{name}_samples"
+    cli(binary, "tasks", folder, "--tasks", task, "--output_path", samples, "--log_samples", "--batch-size", 4, *args)
+    requests = requests_of(samples)
     worst = 0.0
-    for r in map(json.loads, req.read_text().splitlines()):
+    for r in requests:
         ctx = tok.encode(r["context"]).ids
         whole = tok.encode(r["context"] + r["continuation"]).ids
         k = len(whole) - len(ctx)
@@ -106,7 +122,7 @@ def check_model(binary, folder, tok, device, dtype, work, failures):
             greedy = bool((lg["fp64"][-k - 1:-1].argmax(-1) == target).all())
             if greedy != r["greedy"]:
                 failures.append(f"{name} greedy flag differs on {r['continuation']!r}")
-    print(f"{name}: {sum(1 for _ in req.read_text().splitlines())} loglikelihoods, worst error / bound {worst:.2f}")
+    print(f"{name}: {len(requests)} loglikelihoods, worst error / bound {worst:.2f}")
 
     # Greedy continuations of passkey and RULER prompts.
     steps, worst = 0, 0.0

@@ -5,13 +5,20 @@
 //   cos shared across the batch or per row, odd lengths;
 // - SwiGLU (swiglu_fused): forward and the up half of the gradient bit for bit; the gate half
 //   within FlashAttention's rule, error against fp64 at most twice the composite's (the fused
-//   expression may contract differently into FMAs).
+//   expression may contract differently into FMAs);
+// - residual add + RMSNorm (add_rms_norm_fused): h, y and the gradients of x, r and the weight,
+//   each within FlashAttention's rule against fp64 beside x + r then at::rms_norm; fp32 / bf16 /
+//   fp16, odd widths (the one-element path) and odd row counts, more rows than backward's blocks.
 // Prints one line per case and a last line with the verdict.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "linear_ard/model/fused_add_rms_norm.h"
 #include "linear_ard/model/fused_rope_qkv.h"
 #include "linear_ard/model/fused_swiglu.h"
 
@@ -103,6 +110,52 @@ void check_swiglu(Counter& c, torch::ScalarType dt, int64_t f) {
   c.report(fwd && dup && dgate, line);
 }
 
+// FlashAttention's rule for one tensor: error against fp64 at most twice the composite's, plus a
+// floor of 2^-20 of the reference's scale (fp32 cases, where both errors are a few units in the
+// last place).
+bool within_rule(const torch::Tensor& fused, const torch::Tensor& composite, const torch::Tensor& ref, std::string& text) {
+  const double err_fused = max_error(fused, ref), err_composite = max_error(composite, ref);
+  const double floor = std::ldexp(std::max(1.0, ref.abs().max().item<double>()), -20);
+  char part[96];
+  std::snprintf(part, sizeof part, " %.3g (composite %.3g)", err_fused, err_composite);
+  text += part;
+  return err_fused <= 2 * err_composite + floor;
+}
+
+// add_rms_norm_fused against x + r then at::rms_norm (the model's composite path): h, y and the
+// gradients of x, r and (when `weight_grad`: the kernel skips it otherwise) the weight, each against
+// an fp64 autograd reference on the same rounded inputs.
+void check_add_rms_norm(Counter& c, torch::ScalarType dt, int64_t rows, int64_t width, bool weight_grad = true) {
+  const double eps = 1e-5;
+  std::vector<torch::Tensor> in{torch::randn({rows, width}, torch::kCUDA), torch::randn({rows, width}, torch::kCUDA),
+                                1 + 0.1 * torch::randn({width}, torch::kCUDA)};
+  for (auto& t : in) t = t.to(dt);
+  const std::vector<torch::Tensor> up{torch::randn({rows, width}, torch::kCUDA).to(dt),
+                                      torch::randn({rows, width}, torch::kCUDA).to(dt)};
+  std::vector<torch::Tensor> outs[3], grads[3];  // composite, fused, fp64 reference
+  for (int k = 0; k < 3; ++k) {
+    std::vector<torch::Tensor> v;
+    for (const auto& t : in) v.push_back((k == 2 ? t.to(torch::kDouble) : t.clone()).requires_grad_(true));
+    v[2].requires_grad_(weight_grad);
+    if (k == 1) {
+      auto [h, y] = linear_ard::model::add_rms_norm_fused(v[0], v[1], v[2], eps);
+      outs[k] = {h, y};
+    } else {
+      auto h = v[0] + v[1];
+      outs[k] = {h, k == 0 ? at::rms_norm(h, {width}, v[2], eps) : h * torch::rsqrt(h.pow(2).mean(-1, true) + eps) * v[2]};
+    }
+    torch::autograd::backward(outs[k], {k == 2 ? up[0].to(torch::kDouble) : up[0], k == 2 ? up[1].to(torch::kDouble) : up[1]});
+    grads[k] = {v[0].grad(), v[1].grad(), v[2].grad()};
+  }
+  std::string text = "add_rms_norm " + std::string(c10::toString(dt)) + " rows=" + std::to_string(rows) +
+                     " width=" + std::to_string(width) + (weight_grad ? "" : " (frozen weight)") +
+                     ": max err vs fp64 of h, y, dx, dr" + (weight_grad ? ", dw:" : ":");
+  bool ok = true;
+  for (int i = 0; i < 2; ++i) ok = within_rule(outs[1][i], outs[0][i], outs[2][i], text) && ok;
+  for (int i = 0; i < (weight_grad ? 3 : 2); ++i) ok = within_rule(grads[1][i], grads[0][i], grads[2][i], text) && ok;
+  c.report(ok, text);
+}
+
 }  // namespace
 
 int main() {
@@ -120,6 +173,11 @@ int main() {
     check_rope(c, dt, 3, 1, 40, 20, 2);   // half rotary dim 10: the one-feature-per-thread path
     check_swiglu(c, dt, 1536);
     check_swiglu(c, dt, 77);
+    check_add_rms_norm(c, dt, 2 * 37, 576);   // SmolLM2's width, odd rows: 16-byte path
+    check_add_rms_norm(c, dt, 53, 4096);      // LLaMA-2 7B's width: several chunks per thread
+    check_add_rms_norm(c, dt, 29, 77);        // odd width: the one-element path
+    check_add_rms_norm(c, dt, 2000, 100);     // more rows than backward's blocks on most cards
+    check_add_rms_norm(c, dt, 2 * 37, 576, /*weight_grad=*/false);  // the model's frozen norms
   }
   if (!linear_ard::model::rope_qkv_fused_supported(torch::zeros({1, 3, 64}, torch::kCUDA),
                                                    random_cos_sin(1, 3, 64, torch::kFloat)))

@@ -55,9 +55,14 @@ struct LoraAdapter {
 // What one model changes on top of the shared weights, by the same HF names: `replace` swaps a
 // tensor for a (typically trainable) one of the same shape; `lora`, keyed by module name
 // ("model.layers.0.self_attn.q_proj"), adds a low-rank term without materialising W + BA.
+// `stacked`, keyed by the first tensor name of a weights group (weights_groups: a layer's
+// "...q_proj.weight" for q|k|v, "...gate_proj.bias" for gate|up biases), holds that group's
+// replacements stacked by rows as one tensor, which weights_linear_group reads instead of
+// concatenating them; `replace` still holds each member (a view of its rows) for single reads.
 struct Overrides {
   std::map<std::string, torch::Tensor> replace;
   std::map<std::string, LoraAdapter> lora;
+  std::map<std::string, torch::Tensor> stacked;
 };
 
 // The tensor a model sees under `name`: the override if any, else the shared one; nullopt if
@@ -67,8 +72,9 @@ std::optional<torch::Tensor> weights_find(const LlamaWeights& weights, const Ove
 // As weights_find, but throws naming the tensor when it is missing.
 torch::Tensor weights_get(const LlamaWeights& weights, const Overrides& overrides,
                           const std::string& name);
-// The trainable tensors of `overrides` whose names start with `prefix` (replacements and LoRA
-// factors that require grad), in a stable order: the inputs activation checkpointing must track.
+// The trainable tensors of `overrides` whose names start with `prefix` (replacements, stacked
+// groups and LoRA factors that require grad), in a stable order: the inputs activation
+// checkpointing must track.
 std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides, const std::string& prefix);
 
 // x W^T (+ bias) (+ LoRA) for the linear module `module` ("model.layers.0.self_attn.q_proj").

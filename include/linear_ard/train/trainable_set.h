@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include "linear_ard/io/safetensors.h"
 #include "linear_ard/model/llama_weights.h"
+#include "linear_ard/train/master_buffer.h"
 #include "linear_ard/train/restore_config.h"
 
 namespace linear_ard::train {
@@ -17,7 +19,8 @@ namespace linear_ard::train {
 class TrainableSet {
  public:
   // `mode` is config key `trainable`. qkv and full keep fp32 master copies of checkpoint tensors
-  // (q/k/v_proj weights and biases of layers 0..last_layer, or every tensor of `weights`);
+  // (q/k/v_proj weights and biases of layers 0..last_layer, or every tensor of `weights`) as views
+  // of one buffer (MasterBuffer);
   // lora_qkv / lora_all add fp32 adapters to q,k,v (and o, gate, up, down) of layers 0..last_layer,
   // A ~ kaiming-uniform(a = sqrt(5)) and B = 0 as PEFT initialises them, from torch's generator.
   TrainableSet(Trainable mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
@@ -53,6 +56,7 @@ class TrainableSet {
   int64_t last_layer_ = 0;                   // adapters cover layers 0..last_layer_
   int64_t num_layers_ = 0;
   std::vector<std::string> names_;
+  std::optional<MasterBuffer> masters_;  // qkv / full: the masters' one buffer
   std::vector<torch::Tensor> parameters_;
 };
 

@@ -1,4 +1,4 @@
-// Conversions and the launch shape shared by the model layer's fused elementwise kernels.
+// Conversions and the launch shape (launch_rows) shared by the model layer's fused row kernels.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "model_kernels.h"
 
@@ -50,6 +51,34 @@ inline int row_threads(int64_t chunks) {
 inline void elementwise_check(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// How launch_rows lays a kernel over the rows of a [rows, width] tensor: `blocks` blocks (one per
+// row, or fewer that stride over the rows), each of row_threads(width / VEC) threads, with
+// `shared_bytes` of dynamic shared memory.
+struct RowLaunch {
+  int64_t blocks, width;
+  bool vectorised;  // width a multiple of kVec<T> and every pointer aligned16
+  void* stream;
+  size_t shared_bytes = 0;
+};
+
+// Launches the kernel pick(std::integral_constant<int, VEC>) returns, VEC = kVec<T> (16-byte
+// accesses) when l.vectorised, else 1 (one element per access), with `args`, then checks the
+// launch, naming `what`. Nothing to do for no blocks.
+template <typename T, typename Pick, typename... Args>
+void launch_rows(const char* what, const RowLaunch& l, Pick pick, Args... args) {
+  if (l.blocks == 0) return;
+  const auto go = [&](auto vec) {
+    const auto kernel = pick(vec);
+    kernel<<<static_cast<unsigned>(l.blocks), row_threads(l.width / decltype(vec)::value), l.shared_bytes,
+             static_cast<cudaStream_t>(l.stream)>>>(args...);
+  };
+  if (l.vectorised)
+    go(std::integral_constant<int, kVec<T>>{});
+  else
+    go(std::integral_constant<int, 1>{});
+  elementwise_check(what);
 }
 
 // Calls f(T{}) with the element type of `dt`.

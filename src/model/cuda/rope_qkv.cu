@@ -25,6 +25,11 @@ __device__ __forceinline__ RopeChunk rope_chunk(const RopeQkvShape& s, int col) 
   return c;
 }
 
+// Features per qkv row.
+__host__ __device__ __forceinline__ int rope_width(const RopeQkvShape& s) {
+  return (s.heads + 2 * s.kv_heads) * s.head_dim;
+}
+
 __device__ __forceinline__ int64_t region_width(const RopeQkvShape& s, int region) {
   return static_cast<int64_t>(region == 0 ? s.heads : s.kv_heads) * s.head_dim;
 }
@@ -36,7 +41,7 @@ template <typename T, int VEC>
 __global__ void rope_qkv_forward_kernel(RopeQkvShape s, const T* qkv, const T* cos, const T* sin, T* q, T* k, T* v) {
   using P = Pack<T, VEC>;
   const int64_t row = blockIdx.x;
-  const int width = (s.heads + 2 * s.kv_heads) * s.head_dim;
+  const int width = rope_width(s);
   const T* x = qkv + row * width;
   const int64_t cs = (s.cos_batched ? row : row % s.n) * s.rot;
   T* outs[3] = {q, k, v};
@@ -64,7 +69,7 @@ __global__ void rope_qkv_backward_kernel(RopeQkvShape s, const T* dq, const T* d
                                          const T* sin, T* dqkv) {
   using P = Pack<T, VEC>;
   const int64_t row = blockIdx.x;
-  const int width = (s.heads + 2 * s.kv_heads) * s.head_dim;
+  const int width = rope_width(s);
   const int64_t cs = (s.cos_batched ? row : row % s.n) * s.rot;
   const T* grads[3] = {dq, dk, dv};
   for (int col = threadIdx.x * VEC; col < width; col += blockDim.x * VEC) {
@@ -94,40 +99,24 @@ template <typename T> bool rope_vectorised(const RopeQkvShape& s, std::initializ
 
 void rope_qkv_forward(const RopeQkvShape& s, Dtype dt, const void* qkv, const void* cos, const void* sin_signed,
                       void* q, void* k, void* v, void* stream) {
-  if (s.rows == 0) return;
-  const int width = (s.heads + 2 * s.kv_heads) * s.head_dim;
   elementwise_dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    auto launch = [&](auto kernel, int vec) {
-      kernel<<<static_cast<unsigned>(s.rows), row_threads(width / vec), 0, static_cast<cudaStream_t>(stream)>>>(
-          s, static_cast<const T*>(qkv), static_cast<const T*>(cos), static_cast<const T*>(sin_signed),
-          static_cast<T*>(q), static_cast<T*>(k), static_cast<T*>(v));
-    };
-    if (rope_vectorised<T>(s, {qkv, cos, sin_signed, q, k, v}))
-      launch(rope_qkv_forward_kernel<T, kVec<T>>, kVec<T>);
-    else
-      launch(rope_qkv_forward_kernel<T, 1>, 1);
+    const RowLaunch l{s.rows, rope_width(s), rope_vectorised<T>(s, {qkv, cos, sin_signed, q, k, v}), stream};
+    launch_rows<T>("rope_qkv_forward", l, [](auto vec) { return rope_qkv_forward_kernel<T, decltype(vec)::value>; }, s,
+                   static_cast<const T*>(qkv), static_cast<const T*>(cos), static_cast<const T*>(sin_signed),
+                   static_cast<T*>(q), static_cast<T*>(k), static_cast<T*>(v));
   });
-  elementwise_check("rope_qkv_forward");
 }
 
 void rope_qkv_backward(const RopeQkvShape& s, Dtype dt, const void* dq, const void* dk, const void* dv,
                        const void* cos, const void* sin_signed, void* dqkv, void* stream) {
-  if (s.rows == 0) return;
-  const int width = (s.heads + 2 * s.kv_heads) * s.head_dim;
   elementwise_dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    auto launch = [&](auto kernel, int vec) {
-      kernel<<<static_cast<unsigned>(s.rows), row_threads(width / vec), 0, static_cast<cudaStream_t>(stream)>>>(
-          s, static_cast<const T*>(dq), static_cast<const T*>(dk), static_cast<const T*>(dv),
-          static_cast<const T*>(cos), static_cast<const T*>(sin_signed), static_cast<T*>(dqkv));
-    };
-    if (rope_vectorised<T>(s, {dq, dk, dv, cos, sin_signed, dqkv}))
-      launch(rope_qkv_backward_kernel<T, kVec<T>>, kVec<T>);
-    else
-      launch(rope_qkv_backward_kernel<T, 1>, 1);
+    const RowLaunch l{s.rows, rope_width(s), rope_vectorised<T>(s, {dq, dk, dv, cos, sin_signed, dqkv}), stream};
+    launch_rows<T>("rope_qkv_backward", l, [](auto vec) { return rope_qkv_backward_kernel<T, decltype(vec)::value>; },
+                   s, static_cast<const T*>(dq), static_cast<const T*>(dk), static_cast<const T*>(dv),
+                   static_cast<const T*>(cos), static_cast<const T*>(sin_signed), static_cast<T*>(dqkv));
   });
-  elementwise_check("rope_qkv_backward");
 }
 
 }  // namespace linear_ard::model::cuda

@@ -53,35 +53,22 @@ __global__ void swiglu_backward_kernel(int64_t f, const T* gate_up, const T* dh,
 }  // namespace
 
 void swiglu_forward(int64_t rows, int64_t f, Dtype dt, const void* gate_up, void* h, void* stream) {
-  if (rows == 0) return;
   elementwise_dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    constexpr int kV = kVec<T>;
-    const auto s = static_cast<cudaStream_t>(stream);
-    const auto* in = static_cast<const T*>(gate_up);
-    if (f % kV == 0 && aligned16({gate_up, h}))
-      swiglu_forward_kernel<T, kV><<<static_cast<unsigned>(rows), row_threads(f / kV), 0, s>>>(f, in, static_cast<T*>(h));
-    else
-      swiglu_forward_kernel<T, 1><<<static_cast<unsigned>(rows), row_threads(f), 0, s>>>(f, in, static_cast<T*>(h));
+    const RowLaunch l{rows, f, f % kVec<T> == 0 && aligned16({gate_up, h}), stream};
+    launch_rows<T>("swiglu_forward", l, [](auto vec) { return swiglu_forward_kernel<T, decltype(vec)::value>; }, f,
+                   static_cast<const T*>(gate_up), static_cast<T*>(h));
   });
-  elementwise_check("swiglu_forward");
 }
 
 void swiglu_backward(int64_t rows, int64_t f, Dtype dt, const void* gate_up, const void* dh, void* dgate_up,
                      void* stream) {
-  if (rows == 0) return;
   elementwise_dispatch(dt, [&](auto zero) {
     using T = decltype(zero);
-    constexpr int kV = kVec<T>;
-    const auto s = static_cast<cudaStream_t>(stream);
-    const auto* in = static_cast<const T*>(gate_up);
-    const auto* d = static_cast<const T*>(dh);
-    if (f % kV == 0 && aligned16({gate_up, dh, dgate_up}))
-      swiglu_backward_kernel<T, kV><<<static_cast<unsigned>(rows), row_threads(f / kV), 0, s>>>(f, in, d, static_cast<T*>(dgate_up));
-    else
-      swiglu_backward_kernel<T, 1><<<static_cast<unsigned>(rows), row_threads(f), 0, s>>>(f, in, d, static_cast<T*>(dgate_up));
+    const RowLaunch l{rows, f, f % kVec<T> == 0 && aligned16({gate_up, dh, dgate_up}), stream};
+    launch_rows<T>("swiglu_backward", l, [](auto vec) { return swiglu_backward_kernel<T, decltype(vec)::value>; }, f,
+                   static_cast<const T*>(gate_up), static_cast<const T*>(dh), static_cast<T*>(dgate_up));
   });
-  elementwise_check("swiglu_backward");
 }
 
 }  // namespace linear_ard::model::cuda

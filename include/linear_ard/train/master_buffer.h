@@ -1,0 +1,59 @@
+// MasterBuffer: fp32 master copies of trainable checkpoint tensors living as views of one flat
+// buffer, cast to the compute dtype in one piece, each weights group a plain view of the cast.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "linear_ard/io/safetensors.h"
+#include "linear_ard/model/llama_weights.h"
+
+namespace linear_ard::train {
+
+// Why one buffer: the student reads each layer's q|k|v weights (and gate|up) stacked by rows
+// (weights_linear_group). Cast tensor by tensor, every step pays a cast per tensor and a
+// concatenation per group forward, and as many kernels backward. Here each group's members lie
+// back to back in the buffer, so one cast of the whole buffer holds every group as a view, and
+// backward joins the groups' gradients into one flat gradient (one concatenation), cast to fp32
+// once. Values are those of the per-tensor casts, element for element.
+class MasterBuffer {
+ public:
+  // Copies the checkpoint tensors `names` (converted to fp32) onto `device`. The members of a
+  // weights group (weights_groups of layers 0..num_layers-1, weights and biases apart) that are all
+  // in `names` lie together in the group's order; every other tensor lies alone.
+  MasterBuffer(const std::vector<std::string>& names, const io::TensorMap& checkpoint, int64_t num_layers,
+               const torch::Device& device);
+
+  // The masters, in the order of `names`: leaves requiring grad, each a view of the buffer (the
+  // optimizer's in-place updates are the buffer's). Their gradients come back as views of one flat
+  // fp32 gradient; a tensor whose group or itself got no gradient gets none.
+  const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+
+  // The masters cast to `dtype`, differentiable: each group stacked in `stacked` (keyed by its
+  // first tensor's name) and every tensor by name in `replace` (views of the same cast).
+  model::Overrides overrides(torch::ScalarType dtype) const;
+
+  // Where the tensors lie: a unit is a group or a lone tensor, a contiguous range of the buffer.
+  struct Unit {
+    std::vector<size_t> members;  // indices into parameters(), in the order they are stacked
+    int64_t offset = 0, numel = 0;
+    std::vector<int64_t> sizes;   // the members stacked by rows
+  };
+  struct Layout : torch::CustomClassHolder {
+    std::vector<Unit> units;                      // in buffer order
+    std::vector<size_t> unit_of;                  // parameter index -> unit
+    std::vector<int64_t> offset_of;               // parameter index -> offset in the buffer
+    std::vector<std::vector<int64_t>> sizes_of;   // parameter index -> its shape
+  };
+
+ private:
+  std::vector<std::string> names_;
+  torch::Tensor flat_;  // fp32, no grad: the masters' storage
+  c10::intrusive_ptr<Layout> layout_;
+  std::vector<torch::Tensor> parameters_;
+};
+
+}  // namespace linear_ard::train

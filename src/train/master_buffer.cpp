@@ -1,0 +1,141 @@
+// master_buffer: fp32 masters as views of one flat buffer; one cast forward, one concatenation and
+// one cast backward.
+#include "linear_ard/train/master_buffer.h"
+
+#include <map>
+
+#include "linear_ard/model/weights_group.h"  // defines: weights_groups
+
+namespace linear_ard::train {
+namespace {
+
+using Layout = MasterBuffer::Layout;
+using Unit = MasterBuffer::Unit;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// For each of `names`, the members (indices into names, in group order) of the weights group it
+// belongs to when every member of that group (one part, weight or bias) is in `names`; else empty.
+std::vector<std::vector<size_t>> groups_of(const std::vector<std::string>& names, int64_t num_layers) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < names.size(); ++i) index[names[i]] = i;
+  std::vector<std::vector<size_t>> out(names.size());
+  for (int64_t layer = 0; layer < num_layers; ++layer)
+    for (const auto& modules : model::weights_groups(layer))
+      for (const char* part : {".weight", ".bias"}) {
+        std::vector<size_t> members;
+        for (const auto& m : modules)
+          if (const auto it = index.find(m + part); it != index.end()) members.push_back(it->second);
+        if (members.size() != modules.size()) continue;
+        for (size_t i : members) out[i] = members;
+      }
+  return out;
+}
+
+// Units in the order of their first member in `names`, packed back to back.
+c10::intrusive_ptr<Layout> layout_build(const std::vector<std::string>& names, const io::TensorMap& checkpoint,
+                                        int64_t num_layers) {
+  auto layout = c10::make_intrusive<Layout>();
+  const size_t n = names.size();
+  layout->unit_of.assign(n, 0);
+  layout->offset_of.assign(n, 0);
+  layout->sizes_of.resize(n);
+  const std::vector<std::vector<size_t>> groups = groups_of(names, num_layers);
+  std::vector<bool> placed(n, false);
+  int64_t offset = 0;
+  for (size_t first = 0; first < n; ++first) {
+    if (placed[first]) continue;
+    Unit unit;
+    unit.members = groups[first].empty() ? std::vector<size_t>{first} : groups[first];
+    unit.offset = offset;
+    for (size_t i : unit.members) {
+      const torch::Tensor& t = checkpoint.at(names[i]);
+      placed[i] = true;
+      layout->unit_of[i] = layout->units.size();
+      layout->offset_of[i] = offset;
+      layout->sizes_of[i] = t.sizes().vec();
+      offset += t.numel();
+    }
+    unit.numel = offset - unit.offset;
+    unit.sizes = layout->sizes_of[unit.members.front()];
+    if (unit.members.size() > 1)
+      unit.sizes[0] = unit.numel / c10::multiply_integers(unit.sizes.begin() + 1, unit.sizes.end());
+    layout->units.push_back(std::move(unit));
+  }
+  return layout;
+}
+
+const Layout& layout_of(const c10::IValue& capsule) {
+  return *static_cast<const Layout*>(capsule.toCapsule().get());
+}
+
+// The buffer cast to `dtype` as one tensor per unit; backward joins the units' gradients into one
+// flat gradient, casts it to fp32 once and hands each master its view. `masters` (the buffer's
+// views) are inputs only so that autograd reaches their leaves.
+struct MasterCast : torch::autograd::Function<MasterCast> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& flat, at::TensorList masters,
+                               int64_t dtype, c10::IValue layout) {
+    ctx->saved_data["layout"] = layout;
+    ctx->set_materialize_grads(false);  // a unit nothing read keeps its masters without a gradient
+    const torch::Tensor cast = flat.to(static_cast<torch::ScalarType>(dtype), /*non_blocking=*/false, /*copy=*/true);
+    variable_list units;
+    for (const Unit& u : layout_of(layout).units) units.push_back(cast.narrow(0, u.offset, u.numel).view(u.sizes));
+    return units;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const Layout& layout = layout_of(ctx->saved_data["layout"]);
+    const size_t n = layout.unit_of.size();
+    variable_list result(n + 3);  // flat, the masters, dtype, layout
+    torch::TensorOptions options;
+    bool any = false;
+    for (const auto& g : grads)
+      if (g.defined() && !any) options = g.options(), any = true;
+    if (!any) return result;
+    std::vector<torch::Tensor> pieces;
+    for (size_t u = 0; u < layout.units.size(); ++u)
+      pieces.push_back(grads[u].defined() ? grads[u].reshape(-1) : torch::zeros({layout.units[u].numel}, options));
+    const torch::Tensor flat_grad = torch::cat(pieces).to(torch::kFloat);
+    for (size_t i = 0; i < n; ++i)
+      if (grads[layout.unit_of[i]].defined())
+        result[1 + i] = flat_grad.narrow(0, layout.offset_of[i], c10::multiply_integers(layout.sizes_of[i]))
+                            .view(layout.sizes_of[i]);
+    return result;
+  }
+};
+
+}  // namespace
+
+MasterBuffer::MasterBuffer(const std::vector<std::string>& names, const io::TensorMap& checkpoint,
+                           int64_t num_layers, const torch::Device& device)
+    : names_(names), layout_(layout_build(names, checkpoint, num_layers)) {
+  torch::NoGradGuard no_grad;
+  int64_t numel = 0;
+  for (const Unit& u : layout_->units) numel += u.numel;
+  flat_ = torch::empty({numel}, torch::TensorOptions(torch::kFloat).device(device));
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const std::vector<int64_t>& sizes = layout_->sizes_of[i];
+    torch::Tensor master = flat_.narrow(0, layout_->offset_of[i], c10::multiply_integers(sizes)).view(sizes);
+    master.copy_(checkpoint.at(names_[i]));
+    parameters_.push_back(master.set_requires_grad(true));
+  }
+}
+
+model::Overrides MasterBuffer::overrides(torch::ScalarType dtype) const {
+  const variable_list units = MasterCast::apply(flat_, at::TensorList(parameters_), static_cast<int64_t>(dtype),
+                                                c10::IValue::make_capsule(layout_));
+  model::Overrides o;
+  for (size_t u = 0; u < units.size(); ++u) {
+    const std::vector<size_t>& members = layout_->units[u].members;
+    if (members.size() > 1) o.stacked[names_[members.front()]] = units[u];
+    int64_t row = 0;
+    for (size_t i : members) {
+      const int64_t rows = members.size() > 1 ? layout_->sizes_of[i][0] : 0;
+      o.replace[names_[i]] = members.size() > 1 ? units[u].narrow(0, row, rows) : units[u];
+      row += rows;
+    }
+  }
+  return o;
+}
+
+}  // namespace linear_ard::train
