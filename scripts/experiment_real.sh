@@ -8,6 +8,13 @@
 #              at 4096 with position ids stretched up to x4 (max_skip 4); YaRN x4 unrestored beside
 #   seeds      the chosen setting of each method with seeds 1 and 2
 #   ablations  attention-map KL, w/o V/V, + logit KL, all layers, LoRA, full (stage 1 + stage 2)
+#   stage2     why LinearARD retrieves so little: stage 2's learning rate (the recipe's 2e-5 beside a
+#              grid, chosen like the others on the validation split), then seeds 1-2 of the chosen rate
+#   yarn       every method's chosen setting with the student scaled YaRN x4 instead of PI x4
+#   budget     the token-efficiency curve: each method at BUDGETS x the paper's budget (default 4;
+#              LinearARD's extra tokens go to stage 2, stage 1 stays 2.26M)
+#   reports    the test-source reports (RULER too) of stage2, stage2_seeds, yarn, budget_x<K> and the
+#              late ablations (models that exist only; the others left out and named)
 #   eval       `linear-ard eval compare` on the test sources (never trained on): perplexity at 2K
 #              and 8K, last-word cloze accuracy, passkey at 4K/8K (native) and 16K/32K, RULER at
 #              8K/16K/32K; the native model is the ceiling
@@ -19,8 +26,16 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 E="${EXPERIMENT_DIR:-$HOME/real_experiment}"
+# Fewer out-of-memory failures when two 32K runs share the card (libtorch reads it as torch does).
+export PYTORCH_CUDA_ALLOC_CONF="${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}"
 out="${OUT:-$E/out}"
-J="${JOBS:-4}"  # runs sharing the GPU at once (a 135M model leaves most of it idle)
+# GPUS: the cards this driver uses (default all); each run or report goes to the one running the
+# fewest of this driver's jobs. JOBS: jobs at once (default one a card: a 32K run peaks at ~37 GiB,
+# so two share an 80 GB card only when one of them is short-context; three out-of-memory). Two
+# drivers may share a machine when their GPUS do not overlap (e.g. the long budget runs beside the rest).
+gpus=(${GPUS:-$(seq 0 $(( $(nvidia-smi -L 2>/dev/null | wc -l) - 1 )) 2>/dev/null)})
+(( ${#gpus[@]} )) || gpus=(0)
+J="${JOBS:-${#gpus[@]}}"
 mkdir -p "$E/runs" "$E/logs" "$E/search" "$out"
 source scripts/gpu_binaries.sh  # defines: gpu_binaries
 LOG_DIR="$E/logs" gpu_binaries linear_ard_cli || exit 1
@@ -30,6 +45,7 @@ data="$E/data"
 if [[ ! -f "$data/train.jsonl" ]]; then
   mkdir -p "$data" && tar -C "$data" -xJf "${DATA:-.devdata/real_data.tar.xz}" || exit 1
 fi
+[[ -f "$data/cloze.jsonl" ]] || python3 scripts/make_cloze.py "$data/test.jsonl" -o "$data/cloze.jsonl" --count 500 || exit 1
 
 # Per-method settings at the paper's budget. 4096 x 8 x 69 = 2.26M; 32768 x 1 x 61 = 2.0M;
 # 32768 x 1 x 130 = 4.26M; 4096 x 8 x 130 = 4.26M.
@@ -41,19 +57,50 @@ cpt=(method=cpt trainable=full ctx_len=32768 batch_size=1 steps=130 stage2.steps
 cpt_qkv=(method=cpt trainable=qkv ctx_len=32768 batch_size=1 steps=130 stage2.steps=0 stage2.warmup_steps=0)
 longred=(method=longred trainable=full ctx_len=4096 batch_size=8 steps=130 longred.max_skip=4
          stage2.steps=0 stage2.warmup_steps=0)
+# The ablations (Appendix A/E): LinearARD's setting with one change each.
+declare -A ablation=([abl_attention]="objective.relations=attention" [abl_no_vv]="lambda_v=0"
+  [abl_logit]="objective.logit_kl=1" [abl_all_layers]="layers=all"
+  [abl_lora]="trainable=lora_qkv lora.rank=64 lora.alpha=128" [abl_full]="trainable=full"
+  [abl_stage1_only]="stage2.steps=0 stage2.warmup_steps=0")
 # Learning-rate grids; GRID_<method> replaces one (e.g. GRID_ard="3e-3 1e-2" extends a search upward),
 # METHODS limits the search to some methods.
 declare -A grid=([ard]="${GRID_ard:-3e-4 1e-3 3e-3}" [cpt]="${GRID_cpt:-3e-5 1e-4 3e-4}"
-                 [cpt_qkv]="${GRID_cpt_qkv:-3e-4 1e-3 3e-3}" [longred]="${GRID_longred:-3e-5 1e-4 3e-4}")
+                 [cpt_qkv]="${GRID_cpt_qkv:-3e-4 1e-3 3e-3}" [longred]="${GRID_longred:-3e-5 1e-4 3e-4}"
+                 [stage2]="${GRID_stage2:-3e-4 1e-3 3e-3 1e-2}")  # LinearARD stage 2 beside the recipe's 2e-5
 methods=(${METHODS:-ard cpt cpt_qkv longred})
 
+# The evaluation's arguments, on the test sources (never trained on): perplexity at 2K and 8K,
+# last-word cloze, passkey to 32K (`common`); RULER at 8-32K (`ruler`); both at once (`both`).
+common=(--text "$data/test.jsonl" --ctx 2048 8192 --tasks "$data/cloze.jsonl" --limit 500 --quiet
+        --passkey-lengths 4096 8192 16384 32768 --passkey-samples "${PASSKEY_SAMPLES:-2}")
+ruler=(--quiet --ruler-lengths 8192 16384 32768 --ruler-tasks ${RULER_TASKS:-niah_single_1 niah_multikey_1 vt}
+       --ruler-samples "${RULER_SAMPLES:-5}")
+both=("${common[@]}" "${ruler[@]:1}")
 running=()
+declare -A card_of=()  # pid of a background job -> its card
+# card: waits until fewer than $J jobs run, then sets `picked` to the card running the fewest of
+# them (not in a subshell: `wait -n` must see this shell's jobs).
+card() {
+  while (( $(jobs -rp | wc -l) >= J )); do wait -n; done
+  local g p n best="${gpus[0]}" least=1000000
+  for g in "${gpus[@]}"; do
+    n=0
+    for p in "${!card_of[@]}"; do
+      kill -0 "$p" 2>/dev/null || { unset "card_of[$p]"; continue; }
+      [[ ${card_of[$p]} == "$g" ]] && n=$((n + 1))
+    done
+    (( n < least )) && { least=$n; best=$g; }
+  done
+  picked="$best"
+}
 # run NAME KEY=VALUE...: one `linear-ard restore` in the background, at most $J at once.
 run() {
   local name="$1"; shift
   [[ -f "$E/runs/$name/training_summary.json" ]] && return
-  while (( $(jobs -rp | wc -l) >= J )); do wait -n; done
-  "$cli" restore configs/smollm2_pi4.yaml "${base[@]}" output="$E/runs/$name" "$@" >"$E/logs/$name.log" 2>&1 &
+  card
+  CUDA_VISIBLE_DEVICES="$picked" "$cli" restore configs/smollm2_pi4.yaml "${base[@]}" output="$E/runs/$name" "$@" \
+    >"$E/logs/$name.log" 2>&1 &
+  card_of[$!]="$picked"
   running+=("$name")
 }
 settle() {
@@ -79,27 +126,55 @@ PY
   mv "$E/runs/$1/model.tmp" "$E/runs/$1/model"
 }
 best() { cat "$E/search/best_$1" 2>/dev/null; }
+# choose KEY LABEL=PATH...: the candidate with the lowest perplexity at 2K on the validation split,
+# written to search/best_KEY (the label after its "lr": lr3e-3 or s2lr3e-3 -> 3e-3).
+choose() {
+  local key="$1"; shift
+  [[ -n "$(best "$key")" ]] && return
+  local names=() paths=()
+  for spec in "$@"; do
+    [[ -f "${spec#*=}/config.json" ]] || { echo "experiment_real: no ${spec%%=*}; left out of the $key search"; continue; }
+    names+=("${spec%%=*}"); paths+=("${spec#*=}")
+  done
+  (( ${#names[@]} )) || { echo "experiment_real: nothing to choose from for $key"; return; }
+  "$cli" eval compare "${paths[@]}" --names "${names[@]}" --text "$data/val.jsonl" --ctx 2048 --quiet \
+    -o "$out/search_$key" >"$E/logs/search_$key.log" 2>&1 || { tail -3 "$E/logs/search_$key.log"; return; }
+  python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['models']; print(min(m, key=lambda x: x['ppl'][0]['ppl'])['name'].split('lr', 1)[1])" \
+    "$out/search_$key.json" >"$E/search/best_$key"
+  echo "experiment_real: $key: best $(best "$key") (validation PPL @2K)"
+}
+# report NAME ARGS_ARRAY LABEL=PATH...: one `linear-ard eval compare` in the background over the
+# models that exist (a run that did not finish, e.g. cut off by a call's time limit, is left out
+# and named); skipped when its report exists.
+report() {
+  local name="$1" spec names=() paths=(); declare -n extra="$2"; shift 2
+  [[ -f "$out/$name.json" ]] && return
+  for spec in "$@"; do
+    [[ -f "${spec#*=}/config.json" ]] || { echo "experiment_real: no ${spec%%=*}; left out of $name"; continue; }
+    names+=("${spec%%=*}"); paths+=("${spec#*=}")
+  done
+  card
+  CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${paths[@]}" --names "${names[@]}" "${extra[@]}" -o "$out/$name" \
+    >"$E/logs/eval_$name.log" 2>&1 &
+  card_of[$!]="$picked"
+}
 
+# The teacher under PI x4 and YaRN x4, untrained (rows of every report).
+scaled pi4 '{"rope_type": "linear", "factor": 4.0}'
+scaled yarn4 '{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}'
 for phase in "$@"; do
   start=$(date +%s)
   case $phase in
   search)
-    scaled pi4 '{"rope_type": "linear", "factor": 4.0}'
-    scaled yarn4 '{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}'
     for method in "${methods[@]}"; do
       declare -n settings="$method"
       for lr in ${grid[$method]}; do run "${method}_lr${lr}" "${settings[@]}" lr="$lr"; done
     done
     settle
     for method in "${methods[@]}"; do
-      [[ -n "$(best "$method")" ]] && continue
-      names=() paths=()
-      for lr in ${grid[$method]}; do names+=("lr$lr"); paths+=("$(m "${method}_lr${lr}")"); done
-      "$cli" eval compare "${paths[@]}" --names "${names[@]}" --text "$data/val.jsonl" --ctx 2048 --quiet \
-        -o "$out/search_$method" >"$E/logs/search_$method.log" 2>&1 || { tail -3 "$E/logs/search_$method.log"; continue; }
-      python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['models']; print(min(m, key=lambda x: x['ppl'][0]['ppl'])['name'][2:])" \
-        "$out/search_$method.json" >"$E/search/best_$method"
-      echo "experiment_real: $method: best lr $(best "$method") (validation PPL @2K)"
+      specs=()
+      for lr in ${grid[$method]}; do specs+=("lr$lr=$(m "${method}_lr${lr}")"); done
+      choose "$method" "${specs[@]}"
     done ;;
   seeds)
     for method in ard cpt cpt_qkv longred; do
@@ -109,44 +184,83 @@ for phase in "$@"; do
     done
     settle ;;
   ablations)
-    lr="$(best ard)"
-    run abl_attention "${ard[@]}" lr="$lr" objective.relations=attention
-    run abl_no_vv "${ard[@]}" lr="$lr" lambda_v=0
-    run abl_logit "${ard[@]}" lr="$lr" objective.logit_kl=1
-    run abl_all_layers "${ard[@]}" lr="$lr" layers=all
-    run abl_lora "${ard[@]}" lr="$lr" trainable=lora_qkv lora.rank=64 lora.alpha=128
-    run abl_full "${ard[@]}" lr="$lr" trainable=full
-    run abl_stage1_only "${ard[@]}" lr="$lr" stage2.steps=0 stage2.warmup_steps=0
+    # ABLATIONS (default all) names the ones to train.
+    for a in ${ABLATIONS:-${!ablation[@]}}; do run "$a" "${ard[@]}" lr="$(best ard)" ${ablation[$a]}; done
     settle ;;
   eval)
-    [[ -f "$data/cloze.jsonl" ]] || python3 scripts/make_cloze.py "$data/test.jsonl" -o "$data/cloze.jsonl" --count 500
-    common=(--text "$data/test.jsonl" --ctx 2048 8192 --tasks "$data/cloze.jsonl" --limit 500 --quiet
-            --passkey-lengths 4096 8192 16384 32768 --passkey-samples "${PASSKEY_SAMPLES:-2}")
-    names=(native pi4 yarn4) paths=("$teacher" "$(m pi4)" "$(m yarn4)")
+    main=("native=$teacher" "pi4=$(m pi4)" "yarn4=$(m yarn4)")
     for method in ard cpt cpt_qkv longred; do
-      lr="$(best "$method")"
-      for s in "" ${EVAL_SEEDS-_s1 _s2}; do
-        # A run that did not finish (e.g. cut off by a call's time limit) is left out, and said so.
-        [[ -f "$(m "${method}_lr${lr}$s")/config.json" ]] || { echo "experiment_real: no ${method}_lr${lr}$s; left out of main"; continue; }
-        names+=("$method$s"); paths+=("$(m "${method}_lr${lr}$s")")
-      done
+      for s in "" ${EVAL_SEEDS-_s1 _s2}; do main+=("$method$s=$(m "${method}_lr$(best "$method")$s")"); done
     done
-    [[ -f "$out/main.json" ]] || "$cli" eval compare "${paths[@]}" --names "${names[@]}" "${common[@]}" \
-      -o "$out/main" >"$E/logs/eval_main.log" 2>&1 &
+    report main common "${main[@]}"
     # RULER on the seed-0 model of each row (generation at 32K is the costly part of the evaluation).
-    rnames=(native pi4 yarn4) rpaths=("$teacher" "$(m pi4)" "$(m yarn4)")
-    for method in ard cpt cpt_qkv longred; do rnames+=("$method"); rpaths+=("$(m "${method}_lr$(best "$method")")"); done
-    [[ -f "$out/ruler.json" ]] || "$cli" eval compare "${rpaths[@]}" --names "${rnames[@]}" --quiet \
-      --ruler-lengths 8192 16384 32768 --ruler-tasks ${RULER_TASKS:-niah_single_1 niah_multikey_1 vt} --ruler-samples "${RULER_SAMPLES:-5}" \
-      -o "$out/ruler" >"$E/logs/eval_ruler.log" 2>&1 &
-    abl=(native pi4 ard abl_attention abl_no_vv abl_logit abl_all_layers abl_lora abl_full abl_stage1_only)
-    apaths=("$teacher" "$(m pi4)" "$(m "ard_lr$(best ard)")")
-    for a in "${abl[@]:3}"; do apaths+=("$(m "$a")"); done
-    [[ -z "${SKIP_ABLATIONS:-}" && ! -f "$out/ablations.json" ]] && "$cli" eval compare "${apaths[@]}" --names "${abl[@]}" "${common[@]}" \
-      -o "$out/ablations" >"$E/logs/eval_ablations.log" 2>&1 &
+    rows=("native=$teacher" "pi4=$(m pi4)" "yarn4=$(m yarn4)")
+    for method in ard cpt cpt_qkv longred; do rows+=("$method=$(m "${method}_lr$(best "$method")")"); done
+    report ruler ruler "${rows[@]}"
+    abl=("native=$teacher" "pi4=$(m pi4)" "ard=$(m "ard_lr$(best ard)")")
+    for a in abl_attention abl_no_vv abl_logit abl_all_layers abl_lora abl_full abl_stage1_only; do abl+=("$a=$(m "$a")"); done  # table order
+    [[ -z "${SKIP_ABLATIONS:-}" ]] && report ablations common "${abl[@]}"
     wait
     tail -n 3 "$E"/logs/eval_*.log ;;
-  *) echo "experiment_real: unknown phase $phase (search, seeds, ablations, eval)"; exit 2 ;;
+  stage2)
+    lr="$(best ard)"
+    run "ard_lr$lr" "${ard[@]}" lr="$lr"  # the main row: stage 2 at the recipe's 2e-5
+    specs=("s2lr2e-5=$(m "ard_lr$lr")")
+    for s2 in ${grid[stage2]}; do
+      run "ard_s2lr$s2" "${ard[@]}" lr="$lr" stage2.lr="$s2"; specs+=("s2lr$s2=$(m "ard_s2lr$s2")")
+    done
+    settle
+    choose stage2 "${specs[@]}"
+    # LinearARD's row at the chosen stage-2 rate: seeds 1 and 2 beside seed 0 (ard_s2lr<best>).
+    s2="$(best stage2)"
+    if [[ -n "$s2" && "$s2" != 2e-5 ]]; then
+      for seed in 1 2; do run "ard_s2lr${s2}_s$seed" "${ard[@]}" lr="$lr" stage2.lr="$s2" seed="$seed"; done
+    fi
+    settle ;;
+  yarn)
+    for method in ard cpt cpt_qkv longred; do
+      declare -n settings="$method"
+      run "${method}_yarn4" "${settings[@]}" lr="$(best "$method")" student_rope.rope_type=yarn \
+        student_rope.original_max_position_embeddings=8192
+    done
+    settle ;;
+  budget)
+    # k x 4.26M tokens: CPT / CPT-QKV / LongReD take k x 130 steps; LinearARD keeps stage 1 (69 x 8 x
+    # 4096) and gives stage 2 the rest (k x 130 - 69 steps of 32768) at its chosen stage-2 rate.
+    # BUDGET_METHODS (default all four) names the methods to train.
+    for k in ${BUDGETS:-4}; do
+      for method in ${BUDGET_METHODS:-ard cpt cpt_qkv longred}; do
+        declare -n settings="$method"
+        if [[ $method == ard ]]; then
+          run "ard_x$k" "${ard[@]}" lr="$(best ard)" stage2.lr="$(best stage2 || echo 2.0e-5)" stage2.steps=$((k * 130 - 69))
+        else
+          run "${method}_x$k" "${settings[@]}" lr="$(best "$method")" steps=$((k * 130))
+        fi
+      done
+    done
+    settle ;;
+  reports)  # REPORTS (default all five) names the reports to write
+    lr="$(best ard)" want=" ${REPORTS:-stage2 stage2_seeds yarn budget ablations_late} "
+    s2=("native=$teacher" "pi4=$(m pi4)" "s2lr2e-5=$(m "ard_lr$lr")")
+    for s in ${grid[stage2]}; do s2+=("s2lr$s=$(m "ard_s2lr$s")"); done
+    [[ $want == *" stage2 "* ]] && report stage2 both "${s2[@]}"
+    y=("native=$teacher" "yarn4=$(m yarn4)")
+    for method in ard cpt cpt_qkv longred; do y+=("$method=$(m "${method}_yarn4")"); done
+    [[ $want == *" yarn "* ]] && report yarn both "${y[@]}"
+    # One budget report per multiple (budget_x4, budget_x16), so that each starts once its runs exist.
+    for k in ${BUDGETS:-4}; do
+      b=("native=$teacher" "pi4=$(m pi4)")
+      for method in ard cpt cpt_qkv longred; do b+=("${method}_x$k=$(m "${method}_x$k")"); done
+      [[ $want == *" budget "* ]] && report "budget_x$k" both "${b[@]}"
+    done
+    s2="$(best stage2)"
+    [[ $want == *" stage2_seeds "* && -n "$s2" ]] && report stage2_seeds both "native=$teacher" "pi4=$(m pi4)" \
+      "ard=$(m "ard_s2lr$s2")" "ard_s1=$(m "ard_s2lr${s2}_s1")" "ard_s2=$(m "ard_s2lr${s2}_s2")"
+    [[ $want == *" ablations_late "* ]] && report ablations_late common "native=$teacher" "pi4=$(m pi4)" "ard=$(m "ard_lr$lr")" \
+      "abl_full=$(m abl_full)" "abl_stage1_only=$(m abl_stage1_only)"
+    wait
+    tail -n 3 "$E"/logs/eval_*.log ;;
+  *) echo "experiment_real: unknown phase $phase (search, seeds, ablations, eval, stage2, yarn, budget, reports)"; exit 2 ;;
   esac
   echo "experiment_real: $phase took $(( $(date +%s) - start )) s"
 done

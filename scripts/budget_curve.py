@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The token-efficiency curve of the real-model experiment (issue #15, docs/results.md): for each
+method, short-context quality and long-context retrieval against training tokens, read from the
+markdown reports of `linear-ard eval compare` (the files committed in docs/results/real).
+
+    scripts/budget_curve.py K=REPORT.md [K=REPORT.md ...] [--unit TOKENS] [--rename OLD=NEW ...] [-o PLOT]
+
+K is the budget multiple of the report's runs (1, 4, 16: K x the paper's 4.26M tokens, --unit).
+A row counts when its model name is a method (ard, cpt, cpt_qkv, longred) optionally followed by
+_x<K> (the names scripts/experiment_real.sh gives); several reports of one K (e.g. the main table
+and its RULER report) merge. Prints one markdown table (PPL @2K, Rec., RULER average per method
+and budget) and with -o draws the three panels against tokens (log axis) as PLOT.svg and PLOT.png,
+with the native and unrestored models of the reports as reference lines.
+"""
+import argparse
+import re
+import sys
+
+from matplotlib.ticker import NullFormatter
+
+from plot import figure_save, plt  # scripts/plot.py: matplotlib set up for files (Agg, SVG text)
+
+METHODS = {"ard": "LinearARD", "ard_tuned": "LinearARD, stage-2 lr searched", "cpt": "CPT (full)",
+           "cpt_qkv": "CPT (Q/K/V)", "longred": "LongReD"}
+REFERENCES = ("native", "pi4")
+COLUMNS = {"ppl": ("Perplexity", "PPL@2048"), "rec": ("Tasks", "Rec."), "ruler": ("RULER", "Avg. all")}
+
+
+def tables(path):
+    """{section title: [{column: cell}, ...]}: the first table under each '## ' heading."""
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError as e:
+        sys.exit(f"budget_curve: cannot read {path}: {e}")
+    out, title, header, done = {}, None, None, set()
+    for line in lines:
+        if line.startswith("## "):
+            title, header = line[3:].strip(), None
+        elif not line.startswith("|"):
+            if title in out:
+                done.add(title)  # later tables under the same heading are not read
+            header = None
+        elif title and title not in done:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if header is None:
+                header = cells
+            elif not set(line) <= set("|-: "):
+                out.setdefault(title, []).append(dict(zip(header, cells)))
+    return out
+
+
+def value(sections, key, model):
+    """The float of report column `key` for `model`, or None."""
+    section, column = COLUMNS[key]
+    title = next((t for t in sections if t.startswith(section)), None)
+    for row in sections.get(title, []):
+        if row.get("model") == model and row.get(column, "") not in ("", None):
+            return float(row[column])
+    return None
+
+
+def points(specs, rename):
+    """{(name, K): {metric: value}} over the reports, names being a method or a reference (a report's
+    model names first go through `rename`)."""
+    out = {}
+    for spec in specs:
+        k, sep, path = spec.partition("=")
+        if not sep or not k.isdigit():
+            sys.exit(f"budget_curve: '{spec}' is not K=REPORT.md (K the budget multiple, e.g. 4)")
+        sections = tables(path)
+        models = {row["model"] for rows in sections.values() for row in rows if "model" in row}
+        for model in models:
+            m = re.fullmatch(r"(ard|ard_tuned|cpt|cpt_qkv|longred)(?:_x(\d+))?", rename.get(model, model))
+            name = m.group(1) if m else model if model in REFERENCES else None
+            if name is None or (m and m.group(2) and int(m.group(2)) != int(k)):
+                continue
+            entry = out.setdefault((name, 0 if name in REFERENCES else int(k)), {})
+            for key in COLUMNS:
+                v = value(sections, key, model)
+                if v is not None:
+                    entry.setdefault(key, v)
+    return out
+
+
+def figure(pts, unit):
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    labels = {"ppl": "PPL @2K, unseen sources (log)", "rec": "Rec. % (cloze vs native)", "ruler": "RULER avg. % (8-32K)"}
+    for ax, key in zip(axes, COLUMNS):
+        for method, label in METHODS.items():
+            xs = sorted((k * unit, v[key]) for (n, k), v in pts.items() if n == method and key in v)
+            if xs:
+                ax.plot([x for x, _ in xs], [y for _, y in xs], marker="o", label=label)
+        for ref, style in zip(REFERENCES, ("--", ":")):
+            v = pts.get((ref, 0), {}).get(key)
+            if v is not None:
+                ax.axhline(v, color="#888", linestyle=style, label=f"{ref} {v:g}")
+        ax.set_xscale("log")
+        ticks = sorted({k * unit for _, k in pts if k})
+        ax.set_xticks(ticks, [f"{t / 1e6:.1f}M" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        if key == "ppl":
+            ax.set_yscale("log")
+        ax.set_xlabel("training tokens")
+        ax.set_title(labels[key], fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("reports", nargs="+", help="K=REPORT.md")
+    ap.add_argument("--unit", type=float, default=4_259_840, help="tokens of K=1 (the paper's budget)")
+    ap.add_argument("--rename", nargs="*", default=[], metavar="OLD=NEW",
+                    help="read a report's model OLD as NEW (e.g. s2lr3e-3=ard_tuned)")
+    ap.add_argument("-o", dest="plot", help="write PLOT.svg and PLOT.png")
+    args = ap.parse_args()
+    if any("=" not in r for r in args.rename):
+        sys.exit("budget_curve: --rename takes OLD=NEW pairs")
+    pts = points(args.reports, dict(r.split("=", 1) for r in args.rename))
+    rows = sorted((n, k) for n, k in pts if n in METHODS)
+    if not rows:
+        sys.exit("budget_curve: no method rows (ard, cpt, cpt_qkv, longred[_xK]) in the reports")
+    print("| method | budget | tokens | PPL @2K | Rec. % | RULER avg. % |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for n, k in rows:
+        v = pts[(n, k)]
+        cells = [f"{v[c]:.2f}" if c in v else "–" for c in COLUMNS]
+        print(f"| {METHODS[n]} | {k}x | {k * args.unit / 1e6:.1f}M | " + " | ".join(cells) + " |")
+    if args.plot:
+        figure_save(figure(pts, args.unit), args.plot)
+
+
+if __name__ == "__main__":
+    main()
