@@ -1,0 +1,84 @@
+"""scripts/budget_curve.py: the values it reads from `linear-ard eval compare` markdown reports (the
+layout of the files in docs/results/real, filled with fresh random numbers), merging of several
+reports of one budget, --rename, the budget suffix rule, the plot files, and errors naming the bad
+argument."""
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "budget_curve.py"
+
+
+def report(path, rows, ruler=True):
+    """A report in eval compare's layout: rows = {model: (ppl2k, rec, ruler_avg)}; a per-task RULER
+    table follows the summary one, as in the real files."""
+    lines = ["## Perplexity", "", "| model | PPL@2048 | PPL@8192 |", "|---|---:|---:|"]
+    lines += [f"| {m} | {p:.3f} | {p * 0.9:.3f} |" for m, (p, _, _) in rows.items()]
+    lines += ["", "## Tasks (%, Rec. against native)", "", "| model | cloze | Avg. | Rec. |", "|---|---:|---:|---:|"]
+    lines += [f"| {m} | {r / 4:.2f} | {r / 4:.2f} | {r:.2f} |" for m, (_, r, _) in rows.items()]
+    if ruler:
+        lines += ["", "## RULER (%)", "", "| model | 8192 | 16384 | 32768 | Avg. all |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {m} | 1.0 | 2.0 | 3.0 | {u:.1f} |" for m, (_, _, u) in rows.items()]
+        lines += ["", "| task | a 8192 |", "|---|---:|", "| Avg. all | 99.0 |"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def table(stdout):
+    """{(method label, budget): (ppl, rec, ruler)} of the printed markdown table ('–' -> None)."""
+    out = {}
+    for line in stdout.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        out[(cells[0], cells[1])] = tuple(None if c == "–" else float(c) for c in cells[3:6])
+    return out
+
+
+def rnd(rng):
+    return (round(rng.uniform(20, 200), 2), round(rng.uniform(10, 100), 2), round(rng.uniform(0, 60), 1))
+
+
+def test_values_merge_rename_and_budget_suffix(tmp_path):
+    rng = random.Random()
+    one = {m: rnd(rng) for m in ("native", "pi4", "ard", "ard_s1", "cpt", "longred")}
+    tuned = rnd(rng)
+    four = {m: rnd(rng) for m in ("native", "cpt_x4", "cpt_qkv_x4", "cpt_x16")}
+    a = report(tmp_path / "main.md", one, ruler=False)
+    b = report(tmp_path / "ruler.md", one)
+    c = report(tmp_path / "stage2.md", {"s2lr3e-3": tuned})
+    d = report(tmp_path / "x4.md", four)
+    r = run(f"1={a}", f"1={b}", f"1={c}", f"4={d}", "--rename", "s2lr3e-3=ard_tuned", "-o", tmp_path / "curve")
+    assert r.returncode == 0, r.stderr
+    got = table(r.stdout)
+    assert got[("LinearARD", "1x")] == one["ard"]  # ppl, rec from main.md, ruler from ruler.md
+    assert got[("LinearARD, stage-2 lr searched", "1x")] == tuned
+    assert got[("CPT (full)", "1x")] == one["cpt"]
+    assert got[("CPT (full)", "4x")] == four["cpt_x4"]
+    assert got[("CPT (Q/K/V)", "4x")] == four["cpt_qkv_x4"]
+    assert ("CPT (full)", "16x") not in got  # a _x16 row in a 4x report is not a 4x point
+    assert len(got) == 6  # seeds (ard_s1) and references are not method rows
+    assert (tmp_path / "curve.svg").stat().st_size > 0 and (tmp_path / "curve.png").stat().st_size > 0
+
+
+def test_missing_metric_is_a_dash(tmp_path):
+    a = report(tmp_path / "main.md", {"ard": (30.0, 90.0, 5.0)}, ruler=False)
+    r = run(f"1={a}")
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout)[("LinearARD", "1x")] == (30.0, 90.0, None)
+
+
+def test_errors_name_the_argument(tmp_path):
+    good = report(tmp_path / "main.md", {"native": (26.0, 100.0, 22.0)})
+    r = run(f"x={good}")
+    assert r.returncode != 0 and f"'x={good}' is not K=REPORT.md" in r.stderr
+    r = run(f"1={tmp_path / 'nope.md'}")
+    assert r.returncode != 0 and "cannot read" in r.stderr and "nope.md" in r.stderr
+    r = run(f"1={good}")
+    assert r.returncode != 0 and "no method rows" in r.stderr
+    r = run(f"1={good}", "--rename", "ard")
+    assert r.returncode != 0 and "OLD=NEW" in r.stderr
