@@ -22,6 +22,7 @@
 # Needs: PREBUILT binaries (scripts/prebuilt_pack.sh), the model (scripts/device_model.sh), and the
 # data of scripts/experiment_real_data.py (+ cloze) packed as $DATA (.devdata/real_data.tar.xz).
 #   PREBUILT=.devpack/devbin.tar.xz scripts/experiment_real.sh search seeds eval
+# Runs longer than one device call: scripts/experiment_real_bg.sh starts drivers that outlive the call.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
