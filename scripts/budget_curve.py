@@ -50,12 +50,16 @@ def tables(path):
 
 
 def value(sections, key, model):
-    """The float of report column `key` for `model`, or None."""
+    """The float of report column `key` for `model`, or None (no such column or row, or a cell that
+    is not a number, such as a dash)."""
     section, column = COLUMNS[key]
     title = next((t for t in sections if t.startswith(section)), None)
     for row in sections.get(title, []):
-        if row.get("model") == model and row.get(column, "") not in ("", None):
-            return float(row[column])
+        if row.get("model") == model:
+            try:
+                return float(row.get(column, ""))
+            except ValueError:
+                return None
     return None
 
 
