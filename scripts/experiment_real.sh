@@ -127,35 +127,38 @@ PY
   mv "$E/runs/$1/model.tmp" "$E/runs/$1/model"
 }
 best() { cat "$E/search/best_$1" 2>/dev/null; }
+# existing WHAT LABEL=PATH...: sets found_names / found_paths to the models whose folder holds a
+# config.json (a run that did not finish, e.g. cut off or out of memory, is left out of WHAT, named).
+existing() {
+  local what="$1" spec; shift
+  found_names=() found_paths=()
+  for spec in "$@"; do
+    [[ -f "${spec#*=}/config.json" ]] || { echo "experiment_real: no ${spec%%=*}; left out of $what"; continue; }
+    found_names+=("${spec%%=*}"); found_paths+=("${spec#*=}")
+  done
+}
 # choose KEY LABEL=PATH...: the candidate with the lowest perplexity at 2K on the validation split,
 # written to search/best_KEY (the label after its "lr": lr3e-3 or s2lr3e-3 -> 3e-3).
 choose() {
   local key="$1"; shift
   [[ -n "$(best "$key")" ]] && return
-  local names=() paths=()
-  for spec in "$@"; do
-    [[ -f "${spec#*=}/config.json" ]] || { echo "experiment_real: no ${spec%%=*}; left out of the $key search"; continue; }
-    names+=("${spec%%=*}"); paths+=("${spec#*=}")
-  done
-  (( ${#names[@]} )) || { echo "experiment_real: nothing to choose from for $key"; return; }
-  "$cli" eval compare "${paths[@]}" --names "${names[@]}" --text "$data/val.jsonl" --ctx 2048 --quiet \
-    -o "$out/search_$key" >"$E/logs/search_$key.log" 2>&1 || { tail -3 "$E/logs/search_$key.log"; return; }
+  existing "the $key search" "$@"
+  (( ${#found_names[@]} )) || { echo "experiment_real: nothing to choose from for $key"; return; }
+  CUDA_VISIBLE_DEVICES="${gpus[0]}" "$cli" eval compare "${found_paths[@]}" --names "${found_names[@]}" \
+    --text "$data/val.jsonl" --ctx 2048 --quiet -o "$out/search_$key" >"$E/logs/search_$key.log" 2>&1 \
+    || { tail -3 "$E/logs/search_$key.log"; return; }
   python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['models']; print(min(m, key=lambda x: x['ppl'][0]['ppl'])['name'].split('lr', 1)[1])" \
     "$out/search_$key.json" >"$E/search/best_$key"
   echo "experiment_real: $key: best $(best "$key") (validation PPL @2K)"
 }
 # report NAME ARGS_ARRAY LABEL=PATH...: one `linear-ard eval compare` in the background over the
-# models that exist (a run that did not finish, e.g. cut off by a call's time limit, is left out
-# and named); skipped when its report exists.
+# models that exist (`existing`); skipped when its report exists.
 report() {
-  local name="$1" spec names=() paths=(); declare -n extra="$2"; shift 2
+  local name="$1"; declare -n extra="$2"; shift 2
   [[ -f "$out/$name.json" ]] && return
-  for spec in "$@"; do
-    [[ -f "${spec#*=}/config.json" ]] || { echo "experiment_real: no ${spec%%=*}; left out of $name"; continue; }
-    names+=("${spec%%=*}"); paths+=("${spec#*=}")
-  done
+  existing "$name" "$@"
   card
-  CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${paths[@]}" --names "${names[@]}" "${extra[@]}" -o "$out/$name" \
+  CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${found_paths[@]}" --names "${found_names[@]}" "${extra[@]}" -o "$out/$name" \
     >"$E/logs/eval_$name.log" 2>&1 &
   card_of[$!]="$picked"
 }
