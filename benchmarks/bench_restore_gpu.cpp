@@ -7,6 +7,8 @@
 //   bench_restore_gpu --tiny          a 2-layer toy shape (CPU smoke run of the same code)
 //   options: --steps N (timed, default 5) --warmup N (default 2) --no-checkpoint-layers
 //            --cases last1:1024,last1:2048,last1:4096,last1:8192,all:4096 (the default; scope:ctx)
+//            --trainable qkv|lora_qkv (default qkv) --lora-rank R (default 1024, alpha 2R: the
+//            authors' peft setting, shared/ANCHORS.md)
 // A benchmark, not a test: it prints figures, ratios and whether the target is met.
 #include <algorithm>
 #include <chrono>
@@ -117,7 +119,7 @@ struct Measured {
 };
 
 // Runs `warmup` + `steps` restore steps of case `c` exactly as `linear-ard restore` does for
-// method ard, trainable qkv, one block of ctx tokens per step.
+// method ard, the config's trainable set, one block of ctx tokens per step.
 Measured case_run(const Case& c, const train::RestoreConfig& config, const model::LlamaWeights& weights,
                   const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,
                   const torch::Device& device, torch::ScalarType dtype, int warmup, int steps) {
@@ -126,7 +128,7 @@ Measured case_run(const Case& c, const train::RestoreConfig& config, const model
   Measured m;
   memory_peak_reset(device);
   try {
-    // The trainer's trainable set: fp32 masters of q/k/v of layers 0..last distilled layer.
+    // The trainer's trainable set (q/k/v masters or LoRA adapters) of layers 0..last distilled layer.
     train::TrainableSet trainables(config.trainable, config.lora, weights.tensors, weights, layers.back(), device);
     train::FusedAdamW optimizer(trainables.parameters(),
                                 torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
@@ -167,6 +169,8 @@ int main(int argc, char** argv) {
   int steps = 5, warmup = 2;
   bool checkpoint_layers = true;
   std::string cases_text;  // default: the paper's rows for the shape
+  std::string trainable = "qkv";
+  int64_t lora_rank = 1024;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -179,9 +183,13 @@ int main(int argc, char** argv) {
       else if (a == "--warmup") warmup = std::stoi(value());
       else if (a == "--no-checkpoint-layers") checkpoint_layers = false;
       else if (a == "--cases") cases_text = value();
+      else if (a == "--trainable") trainable = value();
+      else if (a == "--lora-rank") lora_rank = std::stoll(value());
       else throw std::invalid_argument("unknown option " + a + " (see the header of bench_restore_gpu.cpp)");
     }
     if (steps < 1 || warmup < 0) throw std::invalid_argument("--steps must be >= 1 and --warmup >= 0");
+    if (trainable != "qkv" && trainable != "lora_qkv") throw std::invalid_argument("--trainable must be qkv or lora_qkv");
+    if (lora_rank < 1) throw std::invalid_argument("--lora-rank must be >= 1");
     if (cases_text.empty())
       cases_text = tiny ? "last1:64,last1:128,last1:256,last1:512,all:256"
                         : "last1:1024,last1:2048,last1:4096,last1:8192,all:4096";
@@ -195,7 +203,9 @@ int main(int argc, char** argv) {
                                     std::to_string(mc.max_position_embeddings) + " positions");
     // The trainer's defaults (lr, clipping, lambdas, objective) with the paper's setting.
     train::RestoreConfig config;
-    config.trainable = train::Trainable::kQkv;
+    config.trainable = trainable == "qkv" ? train::Trainable::kQkv : train::Trainable::kLoraQkv;
+    config.lora.rank = lora_rank;
+    config.lora.alpha = 2.0 * static_cast<double>(lora_rank);
     config.checkpoint_layers = checkpoint_layers;
 
     const auto t0 = Clock::now();
@@ -207,12 +217,15 @@ int main(int argc, char** argv) {
     scaled.factor = 8.0;
     const model::RopeTables student_rope = model::rope_tables_init(mc, scaled);
     std::printf("bench_restore_gpu: %s shape (hidden %ld, %ld layers, %ld heads, ffn %ld, vocab %ld), %s %s, "
-                "random weights made in %.1f s; student PI x8; trainable qkv (fp32 masters, AdamW); "
+                "random weights made in %.1f s; student PI x8; trainable %s; "
                 "checkpoint_layers %s; batch 1; median of %d steps after %d warm-up\n",
                 tiny ? "tiny" : "LLaMA-2-7B", static_cast<long>(mc.hidden_size), static_cast<long>(mc.num_hidden_layers),
                 static_cast<long>(mc.num_attention_heads), static_cast<long>(mc.intermediate_size),
                 static_cast<long>(mc.vocab_size), choice.device_name.c_str(), choice.dtype_name.c_str(),
-                std::chrono::duration<double>(Clock::now() - t0).count(), checkpoint_layers ? "on" : "off", steps,
+                std::chrono::duration<double>(Clock::now() - t0).count(),
+                trainable == "qkv" ? "qkv (fp32 masters, AdamW)"
+                                   : ("lora_qkv r=" + std::to_string(lora_rank) + " (fp32 adapters, AdamW)").c_str(),
+                checkpoint_layers ? "on" : "off", steps,
                 warmup);
     std::fflush(stdout);
 

@@ -15,6 +15,15 @@
 #              LinearARD's extra tokens go to stage 2, stage 1 stays 2.26M)
 #   reports    the test-source reports (RULER too) of stage2, stage2_seeds, yarn, budget_x<K> and the
 #              late ablations (models that exist only; the others left out and named)
+#   settings   the rest of the search, on the validation split beside each method's chosen run (seed 0):
+#              context at the same tokens (batch x ctx fixed), and for LinearARD the relation weights
+#              and the layer scope (last 2); SETTINGS names the variants (default all)
+#   final      the main rows at their chosen settings (LinearARD with its chosen stage-2 rate), seeds
+#              0, 1 and 2 (FINAL_METHODS: which methods to train, default all four)
+#   final_reports  their reports (FINAL_METHODS, and `ref`): LinearARD's three seeds on everything
+#              (final_ard); RULER's full task set (RULER_FINAL_TASKS, RULER_FINAL_SAMPLES a cell) on
+#              the three seeds of each baseline (final_ruler_<method>) and on the native model and
+#              YaRN x4 unrestored (final_ruler_ref)
 #   eval       `linear-ard eval compare` on the test sources (never trained on): perplexity at 2K
 #              and 8K, last-word cloze accuracy, passkey at 4K/8K (native) and 16K/32K, RULER at
 #              8K/16K/32K; the native model is the ceiling
@@ -63,6 +72,12 @@ declare -A ablation=([abl_attention]="objective.relations=attention" [abl_no_vv]
   [abl_logit]="objective.logit_kl=1" [abl_all_layers]="layers=all"
   [abl_lora]="trainable=lora_qkv lora.rank=64 lora.alpha=128" [abl_full]="trainable=full"
   [abl_stage1_only]="stage2.steps=0 stage2.warmup_steps=0")
+# The settings search: variant -> its method and overrides (each at the method's chosen rates).
+declare -A variant=([ard_ctx2048]="ard ctx_len=2048 batch_size=16" [ard_lv2]="ard lambda_v=2"
+  [ard_lqk2]="ard lambda_q=2 lambda_k=2" [ard_last2]="ard layers=last:2"
+  [cpt_qkv_ctx8192]="cpt_qkv ctx_len=8192 batch_size=4" [cpt_qkv_ctx16384]="cpt_qkv ctx_len=16384 batch_size=2"
+  [cpt_ctx8192]="cpt ctx_len=8192 batch_size=4" [longred_ctx2048]="longred ctx_len=2048 batch_size=16"
+  [longred_ctx8192]="longred ctx_len=8192 batch_size=4")
 # Learning-rate grids; GRID_<method> replaces one (e.g. GRID_ard="3e-3 1e-2" extends a search upward),
 # METHODS limits the search to some methods.
 declare -A grid=([ard]="${GRID_ard:-3e-4 1e-3 3e-3}" [cpt]="${GRID_cpt:-3e-5 1e-4 3e-4}"
@@ -77,6 +92,11 @@ common=(--text "$data/test.jsonl" --ctx 2048 8192 --tasks "$data/cloze.jsonl" --
 ruler=(--quiet --ruler-lengths 8192 16384 32768 --ruler-tasks ${RULER_TASKS:-niah_single_1 niah_multikey_1 vt}
        --ruler-samples "${RULER_SAMPLES:-5}")
 both=("${common[@]}" "${ruler[@]:1}")
+# RULER's synthetic tasks of the paper's Appendix G (qa_1/qa_2 need SQuAD / HotpotQA, which we may not use).
+ruler_full=(--quiet --ruler-lengths 8192 16384 32768 --ruler-samples "${RULER_FINAL_SAMPLES:-3}" --ruler-tasks
+            ${RULER_FINAL_TASKS:-niah_single_1 niah_single_2 niah_single_3 niah_multikey_1 niah_multikey_2
+            niah_multikey_3 niah_multivalue niah_multiquery vt cwe fwe})
+both_full=("${common[@]}" "${ruler_full[@]:1}")
 running=()
 declare -A card_of=()  # pid of a background job -> its card
 # card: waits until fewer than $J jobs run, then sets `picked` to the card running the fewest of
@@ -161,6 +181,27 @@ report() {
   CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${found_paths[@]}" --names "${found_names[@]}" "${extra[@]}" -o "$out/$name" \
     >"$E/logs/eval_$name.log" 2>&1 &
   card_of[$!]="$picked"
+}
+
+# final_name METHOD SEED: the run of a main row at its chosen setting (the names of the seeds and
+# stage2 phases, so that runs they made are reused); final_model: its model folder.
+final_name() {
+  local method="$1" seed="$2" suffix=""
+  (( seed > 0 )) && suffix="_s$seed"
+  if [[ $method == ard ]]; then echo "ard_s2lr$(best stage2)$suffix"; else echo "${method}_lr$(best "$method")$suffix"; fi
+}
+final_model() { m "$(final_name "$@")"; }
+# final_run METHOD SEED: trains it (the chosen learning rates of search/best_*).
+final_run() {
+  local method="$1" seed="$2"
+  declare -n settings="$method"
+  [[ -n "$(best "$method")" && ( $method != ard || -n "$(best stage2)" ) ]] \
+    || { echo "experiment_real: no search result for $method; run search (and stage2) first"; return; }
+  if [[ $method == ard ]]; then
+    run "$(final_name ard "$seed")" "${ard[@]}" lr="$(best ard)" stage2.lr="$(best stage2)" seed="$seed"
+  else
+    run "$(final_name "$method" "$seed")" "${settings[@]}" lr="$(best "$method")" seed="$seed"
+  fi
 }
 
 # The teacher under PI x4 and YaRN x4, untrained (rows of every report).
@@ -264,7 +305,44 @@ for phase in "$@"; do
       "abl_full=$(m abl_full)" "abl_stage1_only=$(m abl_stage1_only)"
     wait
     tail -n 3 "$E"/logs/eval_*.log ;;
-  *) echo "experiment_real: unknown phase $phase (search, seeds, ablations, eval, stage2, yarn, budget, reports)"; exit 2 ;;
+  settings)
+    names=(${SETTINGS:-ard_ctx2048 ard_lv2 ard_lqk2 ard_last2 cpt_qkv_ctx8192 cpt_qkv_ctx16384 cpt_ctx8192
+           longred_ctx2048 longred_ctx8192})
+    for v in "${names[@]}"; do
+      read -r method overrides <<<"${variant[$v]}"
+      declare -n settings="$method"
+      extra=(lr="$(best "$method")")
+      [[ $method == ard ]] && extra+=(stage2.lr="$(best stage2)")
+      run "set_$v" "${settings[@]}" "${extra[@]}" $overrides
+    done
+    settle
+    val=(--text "$data/val.jsonl" --ctx 2048 --quiet)
+    for method in ard cpt_qkv cpt longred; do
+      specs=("chosen=$(final_model "$method" 0)")
+      for v in "${names[@]}"; do [[ ${variant[$v]%% *} == "$method" ]] && specs+=("${v#"$method"_}=$(m "set_$v")"); done
+      (( ${#specs[@]} > 1 )) && report "settings_$method" val "${specs[@]}"
+    done
+    wait ;;
+  final)
+    for method in ${FINAL_METHODS:-ard cpt_qkv cpt longred}; do
+      [[ $method == ref ]] && continue
+      for seed in 0 1 2; do final_run "$method" "$seed"; done
+    done
+    settle ;;
+  final_reports)  # REPORT_JOBS: reports at once (default two a card: an evaluation needs far less memory)
+    J="${REPORT_JOBS:-$(( 2 * ${#gpus[@]} ))}"
+    for method in ${FINAL_METHODS:-ard cpt_qkv cpt longred ref}; do
+      case $method in
+      ard) report final_ard both_full "ard=$(final_model ard 0)" "ard_s1=$(final_model ard 1)" "ard_s2=$(final_model ard 2)" ;;
+      ref) report final_ruler_ref ruler_full "native=$teacher" "yarn4=$(m yarn4)" ;;
+      *) report "final_ruler_$method" ruler_full "$method=$(final_model "$method" 0)" \
+           "${method}_s1=$(final_model "$method" 1)" "${method}_s2=$(final_model "$method" 2)" ;;
+      esac
+    done
+    wait
+    J="${JOBS:-${#gpus[@]}}"
+    tail -n 3 "$E"/logs/eval_final*.log ;;
+  *) echo "experiment_real: unknown phase $phase (search, seeds, ablations, eval, stage2, yarn, budget, reports, final, final_reports)"; exit 2 ;;
   esac
   echo "experiment_real: $phase took $(( $(date +%s) - start )) s"
 done
