@@ -9,6 +9,9 @@
 //            --cases last1:1024,last1:2048,last1:4096,last1:8192,all:4096 (the default; scope:ctx)
 //            --trainable qkv|lora_qkv (default qkv) --lora-rank R (default 1024, alpha 2R: the
 //            authors' peft setting, shared/ANCHORS.md)
+//            --profile DIR: one more step of each case under the trainer's StepProfile (its phases:
+//            teacher forward, student forward, loss, backward with recompute, clipping, optimizer),
+//            written to DIR/<scope>_<ctx>/summary.md; not part of the timed steps
 // A benchmark, not a test: it prints figures, ratios and whether the target is met.
 #include <algorithm>
 #include <chrono>
@@ -33,6 +36,7 @@
 #include "linear_ard/train/restore_config.h"  // defines: RestoreConfig (the trainer's defaults)
 #include "linear_ard/train/restore_objective.h"  // defines: objective_context_make, objective_ard
 #include "linear_ard/train/restore_step.h"    // defines: restore_step
+#include "linear_ard/train/step_profile.h"    // defines: StepProfile
 #include "linear_ard/train/trainable_set.h"   // defines: TrainableSet
 
 namespace {
@@ -122,7 +126,8 @@ struct Measured {
 // method ard, the config's trainable set, one block of ctx tokens per step.
 Measured case_run(const Case& c, const train::RestoreConfig& config, const model::LlamaWeights& weights,
                   const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,
-                  const torch::Device& device, torch::ScalarType dtype, int warmup, int steps) {
+                  const torch::Device& device, torch::ScalarType dtype, int warmup, int steps,
+                  const std::string& profile_dir) {
   const int64_t num_layers = weights.config.num_hidden_layers;
   const std::vector<int64_t> layers = train::restore_layers_resolve(c.scope == "all" ? "all" : "last:1", num_layers);
   Measured m;
@@ -141,20 +146,28 @@ Measured case_run(const Case& c, const train::RestoreConfig& config, const model
       return torch::randint(weights.config.vocab_size, {config.batch_size, c.ctx},
                             torch::TensorOptions(torch::kLong).device(device));
     };
+    const auto step = [&](int i) {
+      return train::restore_step(loss, trainables, optimizer, next_batch,
+                                 {config.grad_accum, config.lr, config.clip_grad_norm, dtype, i + 1});
+    };
     std::vector<double> times;
     for (int i = 0; i < warmup + steps; ++i) {
       device_sync(device);
       const auto t0 = Clock::now();
-      const train::StepResult r =
-          train::restore_step(loss, trainables, optimizer, next_batch,
-                              {config.grad_accum, config.lr, config.clip_grad_norm, dtype, i + 1});
+      m.loss = step(i).loss;
       device_sync(device);
       if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      m.loss = r.loss;
     }
     std::sort(times.begin(), times.end());
     m.step_s = times[times.size() / 2];
     m.peak_bytes = static_cast<double>(train::memory_peak_bytes(device));
+    if (!profile_dir.empty()) {
+      const int i = warmup + steps;
+      train::StepProfile profile(profile_dir + "/" + c.scope + "_" + std::to_string(c.ctx), i + 1, 1, device);
+      profile.step_begin(i + 1);
+      step(i);
+      profile.step_end(i + 1, c.ctx * config.batch_size, c.scope + " " + std::to_string(c.ctx));
+    }
   } catch (const c10::OutOfMemoryError&) {
     m.oom = true;
   }
@@ -171,6 +184,7 @@ int main(int argc, char** argv) {
   std::string cases_text;  // default: the paper's rows for the shape
   std::string trainable = "qkv";
   int64_t lora_rank = 1024;
+  std::string profile_dir;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -185,6 +199,7 @@ int main(int argc, char** argv) {
       else if (a == "--cases") cases_text = value();
       else if (a == "--trainable") trainable = value();
       else if (a == "--lora-rank") lora_rank = std::stoll(value());
+      else if (a == "--profile") profile_dir = value();
       else throw std::invalid_argument("unknown option " + a + " (see the header of bench_restore_gpu.cpp)");
     }
     if (steps < 1 || warmup < 0) throw std::invalid_argument("--steps must be >= 1 and --warmup >= 0");
@@ -234,7 +249,8 @@ int main(int argc, char** argv) {
                 "|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
     for (const Case& c : cases) {
-      const Measured m = case_run(c, config, weights, teacher_rope, student_rope, choice.device, choice.dtype, warmup, steps);
+      const Measured m = case_run(c, config, weights, teacher_rope, student_rope, choice.device, choice.dtype, warmup, steps,
+                                    profile_dir);
       const std::string scope = c.scope == "all" ? "all " + std::to_string(mc.num_hidden_layers) : "last 1";
       const std::optional<Reference> ref = tiny ? std::nullopt : reference_for(c);
       char measured[128], paper[128] = "| - | - | - ", authors[64] = "-", target[96] = "-";
