@@ -1,7 +1,8 @@
-// master_buffer: fp32 masters as views of one flat buffer; one cast forward, one concatenation and
-// one cast backward.
+// master_buffer: fp32 masters as views of one flat buffer; one cast forward, each unit's gradient
+// cast into one fp32 buffer backward.
 #include "linear_ard/train/master_buffer.h"
 
+#include <algorithm>
 #include <map>
 
 #include "linear_ard/model/weights_group.h"  // defines: weights_groups
@@ -87,17 +88,21 @@ struct MasterCast : torch::autograd::Function<MasterCast> {
     const Layout& layout = layout_of(ctx->saved_data["layout"]);
     const size_t n = layout.unit_of.size();
     variable_list result(n + 3);  // flat, the masters, dtype, layout
-    torch::TensorOptions options;
-    bool any = false;
-    for (const auto& g : grads)
-      if (g.defined() && !any) options = g.options(), any = true;
-    if (!any) return result;
-    std::vector<torch::Tensor> pieces;
-    for (size_t u = 0; u < layout.units.size(); ++u)
-      pieces.push_back(grads[u].defined() ? grads[u].reshape(-1) : torch::zeros({layout.units[u].numel}, options));
-    const torch::Tensor flat_grad = torch::cat(pieces).to(torch::kFloat);
+    const auto first = std::find_if(grads.begin(), grads.end(), [](const torch::Tensor& g) { return g.defined(); });
+    if (first == grads.end()) return result;
+    // Each unit's gradient cast into its range of one fp32 buffer and let go at once, so that the
+    // compute-dtype gradients and the fp32 one do not all live side by side (no concatenated copy).
+    torch::Tensor flat_grad = torch::empty({layout.units.back().offset + layout.units.back().numel},
+                                           first->options().dtype(torch::kFloat));
+    std::vector<bool> got(layout.units.size(), false);
+    for (size_t u = 0; u < layout.units.size(); ++u) {
+      if (!grads[u].defined()) continue;
+      flat_grad.narrow(0, layout.units[u].offset, layout.units[u].numel).copy_(grads[u].reshape(-1));
+      grads[u].reset();
+      got[u] = true;
+    }
     for (size_t i = 0; i < n; ++i)
-      if (grads[layout.unit_of[i]].defined())
+      if (got[layout.unit_of[i]])
         result[1 + i] = flat_grad.narrow(0, layout.offset_of[i], c10::multiply_integers(layout.sizes_of[i]))
                             .view(layout.sizes_of[i]);
     return result;

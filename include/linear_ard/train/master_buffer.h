@@ -17,8 +17,10 @@ namespace linear_ard::train {
 // (weights_linear_group). Cast tensor by tensor, every step pays a cast per tensor and a
 // concatenation per group forward, and as many kernels backward. Here each group's members lie
 // back to back in the buffer, so one cast of the whole buffer holds every group as a view, and
-// backward joins the groups' gradients into one flat gradient (one concatenation), cast to fp32
-// once. Values are those of the per-tensor casts, element for element.
+// backward casts each group's gradient into its range of one flat fp32 gradient (one copy a unit,
+// each compute-dtype gradient let go once cast: the casts' peak is the fp32 gradient plus the
+// compute-dtype ones, not a concatenated copy besides). Values are those of the per-tensor casts,
+// element for element.
 class MasterBuffer {
  public:
   // Copies the checkpoint tensors `names` (converted to fp32) onto `device`. The members of a
