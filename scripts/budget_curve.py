@@ -19,34 +19,12 @@ import sys
 from matplotlib.ticker import NullFormatter
 
 from plot import figure_save, plt  # scripts/plot.py: matplotlib set up for files (Agg, SVG text)
+from report_tables import tables  # scripts/report_tables.py: the reports' markdown tables
 
 METHODS = {"ard": "LinearARD", "ard_tuned": "LinearARD, stage-2 lr searched", "cpt": "CPT (full)",
            "cpt_qkv": "CPT (Q/K/V)", "longred": "LongReD"}
 REFERENCES = ("native", "pi4")
 COLUMNS = {"ppl": ("Perplexity", "PPL@2048"), "rec": ("Tasks", "Rec."), "ruler": ("RULER", "Avg. all")}
-
-
-def tables(path):
-    """{section title: [{column: cell}, ...]}: the first table under each '## ' heading."""
-    try:
-        lines = open(path, encoding="utf-8").read().splitlines()
-    except OSError as e:
-        sys.exit(f"budget_curve: cannot read {path}: {e}")
-    out, title, header, done = {}, None, None, set()
-    for line in lines:
-        if line.startswith("## "):
-            title, header = line[3:].strip(), None
-        elif not line.startswith("|"):
-            if title in out:
-                done.add(title)  # later tables under the same heading are not read
-            header = None
-        elif title and title not in done:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if header is None:
-                header = cells
-            elif not set(line) <= set("|-: "):
-                out.setdefault(title, []).append(dict(zip(header, cells)))
-    return out
 
 
 def value(sections, key, model):
@@ -71,7 +49,7 @@ def points(specs, rename):
         k, sep, path = spec.partition("=")
         if not sep or not k.isdigit():
             sys.exit(f"budget_curve: '{spec}' is not K=REPORT.md (K the budget multiple, e.g. 4)")
-        sections = tables(path)
+        sections = tables(path, "budget_curve")
         models = {row["model"] for rows in sections.values() for row in rows if "model" in row}
         for model in models:
             m = re.fullmatch(r"(ard|ard_tuned|cpt|cpt_qkv|longred)(?:_x(\d+))?", rename.get(model, model))

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Mean and 95 % interval over seeds of the reports of `linear-ard eval compare` (issue #15's main
+table, docs/results.md): a model named NAME_s<k> is seed k of NAME, NAME itself seed 0.
+
+    scripts/seed_table.py REPORT.md [REPORT.md ...] [--models NAME ...] [-o TABLE.md]
+
+Every number column of each section's first table (Perplexity, Tasks, Passkey accuracy, RULER) is
+averaged per NAME over its seeds and printed as "mean ± h", h the half-width of the two-sided 95 %
+Student-t interval over the seeds (n - 1 degrees of freedom); one seed prints its value alone. A
+cell of a model found in several reports comes from the first report that has it (list the newer
+reports first). Derived columns (Avg., Rec.: relative to each report's own first model) are left
+out; "Avg. all" (RULER's mean over lengths) is kept. --models limits and orders the rows.
+"""
+
+import argparse
+import math
+import os
+import re
+import statistics
+import sys
+
+from scipy import stats
+
+from report_tables import tables  # scripts/report_tables.py: the reports' markdown tables
+
+DERIVED = {"Avg.", "Rec."}
+
+
+def cells(paths):
+    """({section: [column, ...]}, {(section, column, model): value}): columns in the order first seen;
+    a (section, column, model) keeps the first report's number."""
+    columns, values = {}, {}
+    for path in paths:
+        for title, rows in tables(path, "seed_table").items():
+            section = title.split(" (")[0]
+            for row in rows:
+                model = row.get("model")
+                for column, cell in row.items():
+                    if model is None or column == "model" or column in DERIVED:
+                        continue
+                    try:
+                        v = float(cell)
+                    except ValueError:
+                        continue
+                    if not math.isfinite(v):
+                        sys.exit(f"seed_table: {path}: {title}: {model}: {column} is {cell}")
+                    if column not in columns.setdefault(section, []):
+                        columns[section].append(column)
+                    values.setdefault((section, column, model), v)
+    return columns, values
+
+
+def seed_of(model):
+    """(NAME, k) of a model named NAME_s<k>, (model, 0) otherwise."""
+    m = re.fullmatch(r"(.+)_s(\d+)", model)
+    return (m.group(1), int(m.group(2))) if m else (model, 0)
+
+
+def interval(xs):
+    """(mean, half-width of the 95 % t-interval; None for one value)."""
+    mean = statistics.fmean(xs)
+    if len(xs) < 2:
+        return mean, None
+    return mean, stats.t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def render(columns, values, names):
+    """One markdown table per section: NAME, seeds, then each column as mean ± h."""
+    out = []
+    for section, cols in columns.items():
+        rows = []
+        for name in names:
+            seeds = {}
+            for (s, c, model), v in values.items():
+                base, k = seed_of(model)
+                if s == section and base == name:
+                    seeds.setdefault(c, {})[k] = v
+            if not seeds:
+                continue
+            n = max(len(v) for v in seeds.values())
+            line = [name, str(n)]
+            for c in cols:
+                xs = list(seeds.get(c, {}).values())
+                if not xs:
+                    line.append("–")
+                    continue
+                mean, h = interval(xs)
+                line.append(f"{mean:.2f}" if h is None else f"{mean:.2f} ± {h:.2f}")
+            rows.append("| " + " | ".join(line) + " |")
+        if rows:
+            out += [f"## {section} (mean ± 95 % t-interval over seeds)", "",
+                    "| model | seeds | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols), *rows, ""]
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("reports", nargs="+", help="REPORT.md of linear-ard eval compare")
+    ap.add_argument("--models", nargs="*", help="the rows (NAME, seeds joined), in this order")
+    ap.add_argument("-o", "--output", help="also write the tables here")
+    args = ap.parse_args()
+    columns, values = cells(args.reports)
+    found = list(dict.fromkeys(seed_of(m)[0] for (_, _, m) in values))
+    names = args.models or found
+    missing = [n for n in names if n not in found]
+    if missing:
+        sys.exit(f"seed_table: no model {', '.join(missing)} in the reports (found: {', '.join(found)})")
+    text = render(columns, values, names)
+    print(text)
+    if args.output:
+        with open(args.output + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(args.output + ".tmp", args.output)
+
+
+if __name__ == "__main__":
+    main()

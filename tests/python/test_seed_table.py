@@ -1,0 +1,112 @@
+"""scripts/seed_table.py: means and 95 % t-intervals over seeds of `linear-ard eval compare` markdown
+reports (the layout of the files in docs/results/real, filled with fresh random numbers), checked
+against numpy and scipy's own interval; a model's cells from the first report that has it, derived
+columns left out, --models, and errors naming the bad input."""
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "seed_table.py"
+
+
+def report(path, rows):
+    """rows = {model: (ppl2k, ppl8k, cloze, ruler8k)}; Rec. and a per-task RULER table as in the real files."""
+    lines = ["## Perplexity", "", "| model | PPL@2048 | PPL@8192 |", "|---|---:|---:|"]
+    lines += [f"| {m} | {a:.3f} | {b:.3f} |" for m, (a, b, _, _) in rows.items()]
+    lines += ["", "## Tasks (%, Rec. against native)", "", "| model | cloze | Avg. | Rec. |", "|---|---:|---:|---:|"]
+    lines += [f"| {m} | {c:.2f} | {c:.2f} | 55.00 |" for m, (_, _, c, _) in rows.items()]
+    lines += ["", "## RULER (%)", "", "| model | 8192 | Avg. all |", "|---|---:|---:|"]
+    lines += [f"| {m} | {u:.1f} | {u:.1f} |" for m, (_, _, _, u) in rows.items()]
+    lines += ["", "| task | a 8192 |", "|---|---:|", "| niah_single_1 | 99.0 |"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def parsed(stdout):
+    """{(section, model): {column: (mean, half or None), 'seeds': n}} of the printed tables."""
+    out, section, header = {}, None, None
+    for line in stdout.splitlines():
+        if line.startswith("## "):
+            section, header = line[3:].split(" (")[0], None
+        elif line.startswith("|") and not set(line) <= set("|-: "):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if header is None:
+                header = cells
+                continue
+            row = {"seeds": int(cells[1])}
+            for col, cell in zip(header[2:], cells[2:]):
+                mean, _, half = cell.partition(" ± ")
+                row[col] = (float(mean), float(half) if half else None)
+            out[(section, cells[0])] = row
+    return out
+
+
+def rnd(rng):
+    return (rng.uniform(20, 200), rng.uniform(20, 200), rng.uniform(0, 30), rng.uniform(0, 100))
+
+
+def expected(xs):
+    xs = np.round(np.array(xs, dtype=float), 3)
+    if len(xs) == 1:
+        return xs[0], None
+    lo, hi = stats.t.interval(0.95, len(xs) - 1, loc=xs.mean(), scale=xs.std(ddof=1) / np.sqrt(len(xs)))
+    return xs.mean(), (hi - lo) / 2
+
+
+def test_means_and_intervals_against_scipy(tmp_path):
+    rng = random.Random()
+    n = rng.randint(2, 5)
+    rows = {"native": rnd(rng)}
+    rows.update({("ard" if k == 0 else f"ard_s{k}"): rnd(rng) for k in range(n)})
+    r = run(report(tmp_path / "a.md", rows))
+    assert r.returncode == 0, r.stderr
+    got = parsed(r.stdout)
+    seeds = [v for m, v in rows.items() if m != "native"]
+    assert got[("Perplexity", "ard")]["seeds"] == n
+    for col, i, digits in (("PPL@2048", 0, 3), ("PPL@8192", 1, 3)):
+        mean, half = expected([round(s[i], digits) for s in seeds])
+        assert abs(got[("Perplexity", "ard")][col][0] - mean) < 0.006
+        assert abs(got[("Perplexity", "ard")][col][1] - half) < 0.006
+    mean, half = expected([round(s[2], 2) for s in seeds])
+    assert abs(got[("Tasks", "ard")]["cloze"][0] - mean) < 0.006 and abs(got[("Tasks", "ard")]["cloze"][1] - half) < 0.006
+    assert got[("Perplexity", "native")]["seeds"] == 1 and got[("Perplexity", "native")]["PPL@2048"][1] is None
+    assert "Rec." not in got[("Tasks", "ard")] and "Avg." not in got[("Tasks", "ard")]
+    assert "Avg. all" in got[("RULER", "ard")]
+    assert ("RULER", "niah_single_1") not in got  # only each section's first table
+
+
+def test_first_report_wins_and_models_order(tmp_path):
+    rng = random.Random()
+    new = {"ard": rnd(rng), "ard_s1": rnd(rng)}
+    old = {"ard": rnd(rng), "ard_s1": rnd(rng), "cpt": rnd(rng)}
+    r = run(report(tmp_path / "new.md", new), report(tmp_path / "old.md", old), "--models", "cpt", "ard",
+            "-o", tmp_path / "t.md")
+    assert r.returncode == 0, r.stderr
+    got = parsed(r.stdout)
+    assert abs(got[("Perplexity", "ard")]["PPL@2048"][0] - expected([round(new[m][0], 3) for m in new])[0]) < 0.006
+    assert abs(got[("Perplexity", "cpt")]["PPL@2048"][0] - round(old["cpt"][0], 3)) < 0.006
+    body = [line.split("|")[1].strip() for line in r.stdout.split("## Tasks")[0].splitlines() if line.startswith("| ")]
+    assert body[1:] == ["cpt", "ard"]
+    assert (tmp_path / "t.md").read_text().rstrip("\n") == r.stdout.rstrip("\n")
+
+
+def test_errors_name_the_problem(tmp_path):
+    rng = random.Random()
+    good = report(tmp_path / "a.md", {"ard": rnd(rng)})
+    r = run(good, "--models", "ard", "nope")
+    assert r.returncode != 0 and "no model nope" in r.stderr
+    r = run(tmp_path / "missing.md")
+    assert r.returncode != 0 and "missing.md" in r.stderr
+    bad = tmp_path / "nan.md"
+    bad.write_text("## Perplexity\n\n| model | PPL@2048 |\n|---|---:|\n| ard | nan |\n")
+    r = run(bad)
+    assert r.returncode != 0 and "ard" in r.stderr and "PPL@2048" in r.stderr
