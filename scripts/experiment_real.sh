@@ -25,7 +25,7 @@
 #              the three seeds of each baseline (final_ruler_<method>) and on the native model and
 #              YaRN x4 unrestored (final_ruler_ref)
 #   eval       `linear-ard eval compare` on the test sources (never trained on): perplexity at 2K
-#              and 8K, last-word cloze accuracy, passkey at 4K/8K (native) and 16K/32K, RULER at
+#              and 8K, last-word cloze and next-sentence choice accuracy, passkey at 4K/8K (native) and 16K/32K, RULER at
 #              8K/16K/32K; the native model is the ceiling
 # Every run and report is skipped when its output exists, so calls on a warm machine continue.
 # Needs: PREBUILT binaries (scripts/prebuilt_pack.sh), the model (scripts/device_model.sh), and the
@@ -56,6 +56,7 @@ if [[ ! -f "$data/train.jsonl" ]]; then
   mkdir -p "$data" && tar -C "$data" -xJf "${DATA:-.devdata/real_data.tar.xz}" || exit 1
 fi
 [[ -f "$data/cloze.jsonl" ]] || python3 scripts/make_cloze.py "$data/test.jsonl" -o "$data/cloze.jsonl" --count 500 || exit 1
+[[ -f "$data/choice.jsonl" ]] || python3 scripts/make_choice.py "$data/test.jsonl" -o "$data/choice.jsonl" --count 500 || exit 1
 
 # Per-method settings at the paper's budget. 4096 x 8 x 69 = 2.26M; 32768 x 1 x 61 = 2.0M;
 # 32768 x 1 x 130 = 4.26M; 4096 x 8 x 130 = 4.26M.
@@ -86,8 +87,10 @@ declare -A grid=([ard]="${GRID_ard:-3e-4 1e-3 3e-3}" [cpt]="${GRID_cpt:-3e-5 1e-
 methods=(${METHODS:-ard cpt cpt_qkv longred})
 
 # The evaluation's arguments, on the test sources (never trained on): perplexity at 2K and 8K,
-# last-word cloze, passkey to 32K (`common`); RULER at 8-32K (`ruler`); both at once (`both`).
-common=(--text "$data/test.jsonl" --ctx 2048 8192 --tasks "$data/cloze.jsonl" --limit 500 --quiet
+# last-word cloze and next-sentence choice (scripts/make_choice.py: a second short-text task, so that
+# Avg. and Rec. average two tasks as the paper's do; from the fifth pass on), passkey to 32K
+# (`common`); RULER at 8-32K (`ruler`); both at once (`both`).
+common=(--text "$data/test.jsonl" --ctx 2048 8192 --tasks "$data/cloze.jsonl,$data/choice.jsonl" --limit 500 --quiet
         --passkey-lengths 4096 8192 16384 32768 --passkey-samples "${PASSKEY_SAMPLES:-2}")
 ruler=(--quiet --ruler-lengths 8192 16384 32768 --ruler-tasks ${RULER_TASKS:-niah_single_1 niah_multikey_1 vt}
        --ruler-samples "${RULER_SAMPLES:-5}")
