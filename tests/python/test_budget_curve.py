@@ -3,12 +3,11 @@ layout of the files in docs/results/real, filled with fresh random numbers), mer
 reports of one budget, --rename, the budget suffix rule, the plot files, and errors naming the bad
 argument."""
 import random
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "budget_curve.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from script_tool import script_run  # noqa: E402
 
 
 def report(path, rows, ruler=True):
@@ -27,7 +26,7 @@ def report(path, rows, ruler=True):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+    return script_run("budget_curve.py", *args)
 
 
 def table(stdout):

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "make_choice.py"
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_choice  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 import tiny_teacher  # noqa: E402
+from script_tool import script_run  # noqa: E402
 
 WORDS = "alpha beta gamma delta river stone light paper window engine garden silver quiet north".split()
 
@@ -35,7 +35,7 @@ def corpus(path, rng, docs, sentences):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+    return script_run("make_choice.py", *args)
 
 
 def read(path):

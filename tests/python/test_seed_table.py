@@ -3,15 +3,14 @@ reports (the layout of the files in docs/results/real, filled with fresh random 
 against numpy and scipy's own interval; a model's cells from the first report that has it, derived
 columns left out, --models, and errors naming the bad input."""
 import random
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "seed_table.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from script_tool import script_run  # noqa: E402
 
 
 def report(path, rows):
@@ -28,7 +27,7 @@ def report(path, rows):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+    return script_run("seed_table.py", *args)
 
 
 def parsed(stdout):
