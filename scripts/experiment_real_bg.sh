@@ -25,8 +25,13 @@ start() {
   shift
   [[ -f "$lard/$name.log" && ! -f "$lard/$name.rc" ]] && { echo "experiment_real_bg: $name is running" >&2; exit 1; }
   rm -rf "$lard/repo-$name" "$lard/$name.rc" && cp -r "$root" "$lard/repo-$name" || exit 1
-  (cd "$lard/repo-$name" && setsid nohup env "${vars[@]}" EXPERIMENT_DIR="$E" OUT="$E/out" bash -c \
-    'scripts/experiment_real.sh "$@"; echo $? >"$0"' "$lard/$name.rc" "$@" >"$lard/$name.log" 2>&1 </dev/null &)
+  # Python's Popen starts it in a new session with every descriptor but 0-2 closed: a driver that kept
+  # one the caller inherited (the device call's output pipe) would hold the call open until it ends.
+  (cd "$lard/repo-$name" && python3 -c 'import subprocess, sys
+with open(sys.argv[1], "w") as log:
+    subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)' \
+    "$lard/$name.log" env "${vars[@]}" EXPERIMENT_DIR="$E" OUT="$E/out" bash -c \
+    'scripts/experiment_real.sh "$@"; echo $? >"$0"' "$lard/$name.rc" "$@") || exit 1
   echo "experiment_real_bg: started $name (${vars[*]}) $*"
 }
 
