@@ -180,9 +180,13 @@ report() {
   local name="$1"; declare -n extra="$2"; shift 2
   [[ -f "$out/$name.json" ]] && return
   existing "$name" "$@"
+  # With the perplexity and the native model in the report: each model's KL from native's next-token
+  # distributions on the same test windows.
+  local kl=()
+  [[ " ${found_names[*]} " == *" native "* && " ${extra[*]} " == *" --text "* ]] && kl=(--kl-to native)
   card
-  CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${found_paths[@]}" --names "${found_names[@]}" "${extra[@]}" -o "$out/$name" \
-    >"$E/logs/eval_$name.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${found_paths[@]}" --names "${found_names[@]}" "${extra[@]}" \
+    "${kl[@]}" -o "$out/$name" >"$E/logs/eval_$name.log" 2>&1 &
   card_of[$!]="$picked"
 }
 
@@ -336,7 +340,7 @@ for phase in "$@"; do
     J="${REPORT_JOBS:-$(( 2 * ${#gpus[@]} ))}"
     for method in ${FINAL_METHODS:-ard cpt_qkv cpt longred ref}; do
       case $method in
-      ard) report final_ard both_full "ard=$(final_model ard 0)" "ard_s1=$(final_model ard 1)" "ard_s2=$(final_model ard 2)" ;;
+      ard) report final_ard both_full "native=$teacher" "ard=$(final_model ard 0)" "ard_s1=$(final_model ard 1)" "ard_s2=$(final_model ard 2)" ;;
       ref) report final_ruler_ref ruler_full "native=$teacher" "yarn4=$(m yarn4)" ;;
       *) report "final_ruler_$method" ruler_full "$method=$(final_model "$method" 0)" \
            "${method}_s1=$(final_model "$method" 1)" "${method}_s2=$(final_model "$method" 2)" ;;

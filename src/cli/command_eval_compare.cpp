@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "command_eval_args.h"           // defines: EvalDeviceArgs, RulerArgs, eval_report_emit
 #include "linear_ard/eval/compare.h"      // defines: compare_*
@@ -22,6 +23,7 @@ namespace {
 struct CompareArgs {
   std::vector<std::string> models, names;
   std::string reference;
+  std::string kl_to;  // --kl-to: the model (a name) whose next-token distributions the others' are compared with
   // ppl
   io::TextSource text;
   std::vector<int64_t> ctx;
@@ -45,6 +47,8 @@ void compare_options_add(CLI::App* sub, EvalDeviceArgs& a, CompareArgs& c, Ruler
   sub->add_option("--text-field", c.text.field, "key of the text in JSON records (dotted for nested objects)")
       ->capture_default_str();
   sub->add_option("--ctx", c.ctx, "perplexity context lengths");
+  sub->add_option("--kl-to", c.kl_to, "name of a model (e.g. the native one): with the perplexity, each model's mean "
+                                      "KL from its next-token distributions on the same windows");
   sub->add_option("--stride", c.ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
   sub->add_option("--batch_size,--batch-size", c.ppl.batch_size, "perplexity windows / task requests per forward")
       ->capture_default_str();
@@ -86,6 +90,9 @@ CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, Ruler
   in.passkey = !c.passkey.lengths.empty();
   in.ruler = ruler_args_given(r);
   if (in.ppl != !c.ctx.empty()) usage_error("perplexity needs both --text and --ctx");
+  if (!c.kl_to.empty() && !in.ppl) usage_error("--kl-to needs the perplexity's --text and --ctx");
+  if (!c.kl_to.empty() && std::find(c.names.begin(), c.names.end(), c.kl_to) == c.names.end())
+    usage_error("--kl-to '" + c.kl_to + "' is not one of --names");
   if (!in.ppl && !in.tasks && !in.passkey && !in.ruler)
     usage_error("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths, --ruler-lengths or --ruler-prepared");
   c.tasks.add_special_tokens = !c.no_bos;
@@ -99,16 +106,29 @@ CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, Ruler
 }
 
 // One model's entry of the report: every evaluation asked for.
+// The perplexity text as `model` encodes it; with a KL reference, the same ids as the reference's
+// tokenizer gives (the KL compares distributions over one vocabulary).
+eval::PerplexityText compare_text_encode(const eval::EvalModel& model, const CompareArgs& c, const CompareInputs& in,
+                                         const eval::EvalModel* kl_reference) {
+  auto text = eval::perplexity_text_encode(*model.tokenizer, in.docs, !c.no_bos, c.text.path);
+  if (kl_reference &&
+      eval::perplexity_text_encode(*kl_reference->tokenizer, in.docs, !c.no_bos, c.text.path).ids != text.ids)
+    throw std::invalid_argument("--kl-to " + c.kl_to + ": " + model.path + "'s tokenizer encodes " + c.text.path +
+                                " differently from " + kl_reference->path + "'s; the KL needs one vocabulary");
+  return text;
+}
+
 nlohmann::json compare_model_evaluate(const eval::EvalModel& model, const CompareArgs& c, const RulerArgs& r,
-                                      const CompareInputs& in) {
+                                      const CompareInputs& in, const eval::EvalModel* kl_reference) {
   nlohmann::json entry = nlohmann::json::object();
   if (in.ppl) {
-    const auto text = eval::perplexity_text_encode(*model.tokenizer, in.docs, !c.no_bos, c.text.path);
+    const auto text = compare_text_encode(model, c, in, kl_reference);
     eval::perplexity_text_check(model, text, c.ctx);
     nlohmann::json rows = nlohmann::json::array();
     for (int64_t ctx : c.ctx) {
       eval::PerplexityOptions o = c.ppl;
       o.ctx_len = ctx;
+      o.kl_reference = kl_reference;
       rows.push_back(eval::ppl_result_json(eval::perplexity_compute(model, text, o)));
     }
     entry["ppl"] = rows;
@@ -129,16 +149,24 @@ nlohmann::json compare_model_evaluate(const eval::EvalModel& model, const Compar
 
 void compare_run(const EvalDeviceArgs& a, CompareArgs& c, RulerArgs& r) {
   const CompareInputs in = compare_inputs_read(a, c, r);
+  // The KL reference stays loaded beside each model in turn.
+  std::optional<eval::EvalModel> kl_reference;
+  if (!c.kl_to.empty()) {
+    const auto at = std::find(c.names.begin(), c.names.end(), c.kl_to) - c.names.begin();
+    kl_reference.emplace(eval::eval_model_load(c.models[static_cast<size_t>(at)], a.device, a.dtype));
+  }
   nlohmann::json models = nlohmann::json::array();
   for (size_t m = 0; m < c.models.size(); ++m) {
     if (!a.quiet) std::cerr << "[compare] " << c.names[m] << ": " << c.models[m] << std::endl;
     const auto model = eval::eval_model_load(c.models[m], a.device, a.dtype);
     nlohmann::json entry = {{"name", c.names[m]}, {"path", c.models[m]}, {"device", model.device_name},
                             {"dtype", model.dtype_name}};
-    entry.update(compare_model_evaluate(model, c, r, in));
+    entry.update(compare_model_evaluate(model, c, r, in, kl_reference ? &*kl_reference : nullptr));
     models.push_back(entry);
   }
-  const nlohmann::json report = eval::compare_recovery_add({{"reference", in.reference}, {"models", models}});
+  nlohmann::json report = {{"reference", in.reference}, {"models", models}};
+  if (!c.kl_to.empty()) report["kl_to"] = c.kl_to;
+  report = eval::compare_recovery_add(report);
   eval_report_emit(a.output, eval::compare_report_markdown(report), report);
   if (!a.output.empty() && eval_writes()) plot_run({"compare", a.output + ".json", "-o", a.output}, a.quiet);
 }

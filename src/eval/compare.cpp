@@ -69,6 +69,18 @@ std::string compare_report_markdown(const nlohmann::json& report) {
     }
     out += "## Perplexity\n\n" + markdown_table(header, rows) + "\n";
   }
+  if (any_has(models, "ppl") && models[0].at("ppl").at(0).contains("kl")) {
+    std::vector<std::string> header{"model"};
+    for (const auto& r : models[0].at("ppl")) header.push_back("KL@" + std::to_string(r.at("ctx_len").get<int64_t>()));
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : models) {
+      std::vector<std::string> row{m.at("name").get<std::string>()};
+      for (const auto& r : m.at("ppl")) row.push_back(r.contains("kl") ? number_text(r.at("kl").get<double>(), 4) : "-");
+      rows.push_back(row);
+    }
+    out += "## KL to " + report.value("kl_to", std::string("the reference")) +
+           " (nats per token, next-token distributions)\n\n" + markdown_table(header, rows) + "\n";
+  }
   if (any_has(models, "tasks")) {
     std::vector<nlohmann::json> reports;
     for (const auto& m : models) reports.push_back(m.at("tasks"));

@@ -52,21 +52,34 @@ void eval_context_warn(const EvalModel& model, int64_t length, const std::string
                why.c_str(), static_cast<long>(context));
 }
 
-TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids) {
-  torch::NoGradGuard no_grad;
+namespace {
+
+// The final hidden states of ids [B, n] (no logits: the callers project chunks of positions).
+torch::Tensor hidden_states(const EvalModel& model, const torch::Tensor& input) {
   model::ForwardOptions options;
   options.compute_logits = false;
+  return model::model_forward(model.weights, model.rope, model.overrides, input, options).last_hidden_state;
+}
+
+// fp32 logits of positions [s, s + len) of `hidden`.
+torch::Tensor logits_chunk(const EvalModel& model, const torch::Tensor& hidden, int64_t s, int64_t len) {
+  return model::weights_linear(model.weights, model.overrides, "lm_head", hidden.narrow(1, s, len)).to(torch::kFloat);
+}
+
+// 1024 positions x vocab 128k x batch in fp32 is the largest temporary; it bounds the memory.
+constexpr int64_t kChunk = 1024;
+
+}  // namespace
+
+TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids) {
+  torch::NoGradGuard no_grad;
   const torch::Tensor input = ids.to(model.device);
-  const torch::Tensor hidden = model::model_forward(model.weights, model.rope, model.overrides, input,
-                                                    options).last_hidden_state;
+  const torch::Tensor hidden = hidden_states(model, input);
   const int64_t n = input.size(1);
-  // 1024 positions x vocab 128k x batch in fp32 is the largest temporary; it bounds the memory.
-  constexpr int64_t chunk = 1024;
   std::vector<torch::Tensor> logprobs, greedy;
-  for (int64_t s = 0; s < n - 1; s += chunk) {
-    const int64_t len = std::min(chunk, n - 1 - s);
-    auto logits = model::weights_linear(model.weights, model.overrides, "lm_head",
-                                        hidden.narrow(1, s, len)).to(torch::kFloat);
+  for (int64_t s = 0; s < n - 1; s += kChunk) {
+    const int64_t len = std::min(kChunk, n - 1 - s);
+    auto logits = logits_chunk(model, hidden, s, len);
     auto target = input.narrow(1, s + 1, len).unsqueeze(-1);
     logprobs.push_back(torch::log_softmax(logits, -1).gather(-1, target).squeeze(-1).cpu());
     greedy.push_back(logits.argmax(-1).eq(target.squeeze(-1)).cpu());
@@ -74,6 +87,25 @@ TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& id
   if (logprobs.empty())
     return {torch::zeros({ids.size(0), 0}), torch::zeros({ids.size(0), 0}, torch::kBool)};
   return {torch::cat(logprobs, 1), torch::cat(greedy, 1)};
+}
+
+torch::Tensor token_kl_compute(const EvalModel& reference, const EvalModel& model, const torch::Tensor& ids) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor hidden_ref = hidden_states(reference, ids.to(reference.device));
+  const torch::Tensor hidden = hidden_states(model, ids.to(model.device));
+  const int64_t n = ids.size(1);
+  std::vector<torch::Tensor> kl;
+  for (int64_t s = 0; s < n - 1; s += kChunk) {
+    const int64_t len = std::min(kChunk, n - 1 - s);
+    const auto ref = torch::log_softmax(logits_chunk(reference, hidden_ref, s, len), -1);
+    const auto own = torch::log_softmax(logits_chunk(model, hidden, s, len), -1).to(ref.device());
+    if (ref.size(-1) != own.size(-1))
+      throw std::invalid_argument("KL to " + reference.path + ": its vocabulary has " + std::to_string(ref.size(-1)) +
+                                  " tokens, " + model.path + "'s " + std::to_string(own.size(-1)));
+    kl.push_back((ref.exp() * (ref - own)).sum(-1).cpu());
+  }
+  if (kl.empty()) return torch::zeros({ids.size(0), 0});
+  return torch::cat(kl, 1);
 }
 
 }  // namespace linear_ard::eval

@@ -90,7 +90,7 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
   std::vector<size_t> mine;
   for (size_t w = 0; w < windows.size(); ++w)
     if (!model.distributed || model.distributed->item_owned(static_cast<int64_t>(w))) mine.push_back(w);
-  std::vector<double> nll(mine.size());
+  std::vector<double> nll(mine.size()), kl(options.kl_reference ? mine.size() : 0);
   int64_t fed = 0;
   for (const Window& win : windows) fed += win.end - win.begin;
   const auto batch = static_cast<size_t>(std::max<int64_t>(1, options.batch_size));
@@ -105,19 +105,27 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
       for (int64_t t = win.begin; t < win.end; ++t) acc[j - b0][t - win.begin] = (*win.ids)[t];
     }
     const TokenScores scores = token_scores_compute(model, ids);
+    const torch::Tensor kls = options.kl_reference ? token_kl_compute(*options.kl_reference, model, ids) : torch::Tensor();
     for (size_t j = b0; j < b1; ++j) {
       const Window& win = windows[mine[j]];
       // Position p (relative) predicts token begin + p + 1.
       const int64_t from = win.first_target - win.begin - 1;
       const int64_t count = win.end - win.first_target;
-      nll[j] = scores.logprob[static_cast<int64_t>(j - b0)].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
+      const auto row = static_cast<int64_t>(j - b0);
+      nll[j] = scores.logprob[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
+      if (kls.defined()) kl[j] = kls[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
     }
     progress.advance(static_cast<int64_t>(b1 - b0), "windows");
   }
-  if (model.distributed) nll = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, nll);
+  if (model.distributed) {
+    nll = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, nll);
+    if (options.kl_reference) kl = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, kl);
+  }
+  double kl_sum = 0;
   for (size_t w = 0; w < windows.size(); ++w) {
     r.nll -= nll[w];
     r.tokens += windows[w].end - windows[w].first_target;
+    if (options.kl_reference) kl_sum += kl[w];
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.tokens_per_s = r.seconds > 0 ? static_cast<double>(fed) / r.seconds : 0;
@@ -128,6 +136,12 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
                              std::to_string(r.tokens) + " tokens): " +
                              (std::isfinite(r.nll) ? "its exp overflows a double" : "the model computes NaN/Inf"));
   r.bits_per_byte = r.bytes > 0 ? r.nll / std::log(2.0) / static_cast<double>(r.bytes) : 0;
+  if (options.kl_reference) {
+    r.kl = kl_sum / static_cast<double>(r.tokens);
+    if (!std::isfinite(*r.kl))
+      throw std::runtime_error("model " + model.path + ": KL to " + options.kl_reference->path + " at ctx " +
+                               std::to_string(options.ctx_len) + " is not finite: one of them computes NaN/Inf");
+  }
   return r;
 }
 

@@ -169,9 +169,11 @@ LmEvalPaths lm_eval_paths(const std::string& output_path, const std::string& mod
 }
 
 nlohmann::json ppl_result_json(const PerplexityResult& r) {
-  return {{"ctx_len", r.ctx_len}, {"stride", r.stride}, {"documents", r.documents}, {"windows", r.windows},
-          {"tokens", r.tokens}, {"bytes", r.bytes}, {"nll", r.nll}, {"ppl", r.ppl},
-          {"bits_per_byte", r.bits_per_byte}, {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}};
+  nlohmann::json j = {{"ctx_len", r.ctx_len}, {"stride", r.stride}, {"documents", r.documents}, {"windows", r.windows},
+                      {"tokens", r.tokens}, {"bytes", r.bytes}, {"nll", r.nll}, {"ppl", r.ppl},
+                      {"bits_per_byte", r.bits_per_byte}, {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}};
+  if (r.kl) j["kl"] = *r.kl;
+  return j;
 }
 
 nlohmann::json passkey_report_json(const PasskeyResult& r) {

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -345,6 +346,72 @@ def test_ppl_matches_python_windows(setup):
         assert row["tokens_per_s"] > 0
     # Disjoint windows score every token but each window's first; the first test text has several.
     assert rows[0]["windows"] > len(docs)
+
+
+def kl_reference(model, ref, tok, docs, ctx):
+    """Summed KL(p_ref || p_model) of next-token distributions and the count over the disjoint windows
+    `ppl_reference` scores, with transformers."""
+    total, count = 0.0, 0
+    for d in docs:
+        ids = tok.encode(d).ids
+        prev_end = 0
+        for begin in range(0, len(ids), ctx):
+            end = min(begin + ctx, len(ids))
+            first = max(prev_end, begin + 1)
+            if end > first:
+                x = torch.tensor([ids[begin:end]], device=DEVICE)
+                with torch.no_grad():
+                    lp = model(x).logits[0, :-1].double().log_softmax(-1)
+                    lr = ref(x).logits[0, :-1].double().log_softmax(-1)
+                kl = (lr.exp() * (lr - lp)).sum(-1)
+                total += kl[first - begin - 1:].sum().item()
+                count += end - first
+            prev_end = end
+            if end == len(ids):
+                break
+    return total, count
+
+
+def test_compare_kl_to_the_native_model(setup, tmp_path):
+    root, folder, model, tok = setup
+    scaled = tmp_path / "scaled"
+    shutil.copytree(folder, scaled)
+    config = json.loads((scaled / "config.json").read_text())
+    config["rope_scaling"] = {"rope_type": "linear", "factor": random.choice([2.0, 3.0, 4.0])}
+    (scaled / "config.json").write_text(json.dumps(config))
+    student = transformers.LlamaForCausalLM.from_pretrained(str(scaled), dtype=getattr(torch, DTYPE)).to(DEVICE).eval()
+    rng = random.Random()
+    docs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 90))) for _ in range(3)]
+    text = jsonl_write(tmp_path / "kl.jsonl", [{"text": d} for d in docs])
+    out = tmp_path / "cmp"
+    cli("compare", folder, scaled, "--names", "native", "pi", "--text", text, "--ctx", 32, 64, "--kl-to", "native",
+        "--batch-size", 2, "--quiet", "-o", out, *device_args())
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["kl_to"] == "native"
+    native, pi = report["models"]
+    for row_native, row_pi in zip(native["ppl"], pi["ppl"]):
+        assert row_native["kl"] == pytest.approx(0.0, abs=1e-6)  # the reference against itself
+        total, count = kl_reference(student, model, tok, docs, row_pi["ctx_len"])
+        assert row_pi["tokens"] == count
+        assert row_pi["kl"] == pytest.approx(total / count, rel=1e-4 if DTYPE == "float32" else 5e-2)
+        assert row_pi["kl"] > 0
+    md = out.with_suffix(".md").read_text()
+    assert "## KL to native (nats per token, next-token distributions)" in md and "| KL@32 | KL@64 |" in md
+    # Without --kl-to nothing is computed; a name not among --names and a missing --text are usage errors.
+    cli("compare", folder, scaled, "--text", text, "--ctx", 32, "--quiet", "-o", tmp_path / "plain", *device_args())
+    assert "kl" not in json.loads((tmp_path / "plain.json").read_text())["models"][1]["ppl"][0]
+    r = cli("compare", folder, scaled, "--names", "a", "b", "--text", text, "--ctx", 32, "--kl-to", "c",
+            *device_args(), ok=False)
+    assert r.returncode == 2 and "--kl-to 'c' is not one of --names" in r.stderr
+    r = cli("compare", folder, scaled, "--names", "a", "b", "--passkey-lengths", 200, "--kl-to", "a",
+            *device_args(), ok=False)
+    assert r.returncode == 2 and "--kl-to needs the perplexity's --text and --ctx" in r.stderr
+    # Another tokenizer: no KL over two vocabularies.
+    other = tiny_teacher.teacher_make(tmp_path / "other", [d[::-1] for d in docs] * 20, hidden=32, intermediate=64,
+                                      layers=1, heads=2, kv_heads=1, max_positions=256, vocab_size=280, seed=1)
+    r = cli("compare", folder, other, "--names", "a", "b", "--text", text, "--ctx", 32, "--kl-to", "a",
+            *device_args(), ok=False)
+    assert r.returncode != 0 and "the KL needs one vocabulary" in r.stderr, r.stderr
 
 
 def test_passkey_prompts_and_greedy_parity(setup):

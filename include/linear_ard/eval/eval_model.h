@@ -58,4 +58,11 @@ struct TokenScores {
 };
 TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids);
 
+// KL(p_reference || p_model) of the next-token distributions at each position t < n - 1 of ids
+// [B, n] (nats, [B, n - 1] fp32, CPU): how far `model` has moved from `reference` (e.g. a restored
+// model from the native one) on the same tokens. Chunked over positions like token_scores_compute;
+// the models may sit on different devices. Throws std::invalid_argument naming both when their
+// vocabularies differ in size.
+torch::Tensor token_kl_compute(const EvalModel& reference, const EvalModel& model, const torch::Tensor& ids);
+
 }  // namespace linear_ard::eval

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct PerplexityOptions {
   int64_t stride = 0;           // 0: ctx_len (disjoint windows)
   int64_t batch_size = 1;       // windows per forward
   bool progress = false;        // progress lines on stderr
+  // When set: also the mean KL(p_reference || p_model) of the next-token distributions over the same
+  // scored tokens (token_kl_compute), e.g. a restored model's distance from the native one.
+  const EvalModel* kl_reference = nullptr;
 };
 
 struct PerplexityResult {
@@ -46,13 +50,15 @@ struct PerplexityResult {
   double bits_per_byte = 0;  // nll / ln 2 / bytes
   double seconds = 0;
   double tokens_per_s = 0;   // tokens fed through the model per second
+  std::optional<double> kl;  // mean KL to options.kl_reference (nats per scored token), when asked
 };
 
 // Each document is encoded on its own and cut into windows as HF's guide does: window k starts at
 // k * stride and ends at min(start + ctx_len, n); it scores the tokens past the previous window's
 // end (all of its tokens but the first, for the first window and for disjoint windows). The last
 // window is the one reaching the document's end. Throws std::invalid_argument naming the file when
-// there is no window (perplexity_text_check's first error), never a perplexity of 0.
+// there is no window (perplexity_text_check's first error), never a perplexity of 0; throws
+// std::runtime_error naming the model when the perplexity or the KL is not finite.
 PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText& text, const PerplexityOptions& options);
 
 }  // namespace linear_ard::eval
