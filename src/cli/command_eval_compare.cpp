@@ -105,7 +105,6 @@ CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, Ruler
   return in;
 }
 
-// One model's entry of the report: every evaluation asked for.
 // The perplexity text as `model` encodes it; with a KL reference, the same ids as the reference's
 // tokenizer gives (the KL compares distributions over one vocabulary).
 eval::PerplexityText compare_text_encode(const eval::EvalModel& model, const CompareArgs& c, const CompareInputs& in,
@@ -118,6 +117,7 @@ eval::PerplexityText compare_text_encode(const eval::EvalModel& model, const Com
   return text;
 }
 
+// One model's entry of the report: every evaluation asked for.
 nlohmann::json compare_model_evaluate(const eval::EvalModel& model, const CompareArgs& c, const RulerArgs& r,
                                       const CompareInputs& in, const eval::EvalModel* kl_reference) {
   nlohmann::json entry = nlohmann::json::object();
