@@ -71,41 +71,33 @@ constexpr int64_t kChunk = 1024;
 
 }  // namespace
 
-TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids) {
+TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids, const EvalModel* kl_reference) {
   torch::NoGradGuard no_grad;
   const torch::Tensor input = ids.to(model.device);
   const torch::Tensor hidden = hidden_states(model, input);
+  const torch::Tensor hidden_ref = kl_reference ? hidden_states(*kl_reference, ids.to(kl_reference->device)) : torch::Tensor();
   const int64_t n = input.size(1);
-  std::vector<torch::Tensor> logprobs, greedy;
+  std::vector<torch::Tensor> logprobs, greedy, kl;
   for (int64_t s = 0; s < n - 1; s += kChunk) {
     const int64_t len = std::min(kChunk, n - 1 - s);
     auto logits = logits_chunk(model, hidden, s, len);
     auto target = input.narrow(1, s + 1, len).unsqueeze(-1);
-    logprobs.push_back(torch::log_softmax(logits, -1).gather(-1, target).squeeze(-1).cpu());
+    const auto own = torch::log_softmax(logits, -1);
+    logprobs.push_back(own.gather(-1, target).squeeze(-1).cpu());
     greedy.push_back(logits.argmax(-1).eq(target.squeeze(-1)).cpu());
-  }
-  if (logprobs.empty())
-    return {torch::zeros({ids.size(0), 0}), torch::zeros({ids.size(0), 0}, torch::kBool)};
-  return {torch::cat(logprobs, 1), torch::cat(greedy, 1)};
-}
-
-torch::Tensor token_kl_compute(const EvalModel& reference, const EvalModel& model, const torch::Tensor& ids) {
-  torch::NoGradGuard no_grad;
-  const torch::Tensor hidden_ref = hidden_states(reference, ids.to(reference.device));
-  const torch::Tensor hidden = hidden_states(model, ids.to(model.device));
-  const int64_t n = ids.size(1);
-  std::vector<torch::Tensor> kl;
-  for (int64_t s = 0; s < n - 1; s += kChunk) {
-    const int64_t len = std::min(kChunk, n - 1 - s);
-    const auto ref = torch::log_softmax(logits_chunk(reference, hidden_ref, s, len), -1);
-    const auto own = torch::log_softmax(logits_chunk(model, hidden, s, len), -1).to(ref.device());
+    if (!kl_reference) continue;
+    const auto ref = torch::log_softmax(logits_chunk(*kl_reference, hidden_ref, s, len), -1).to(own.device());
     if (ref.size(-1) != own.size(-1))
-      throw std::invalid_argument("KL to " + reference.path + ": its vocabulary has " + std::to_string(ref.size(-1)) +
-                                  " tokens, " + model.path + "'s " + std::to_string(own.size(-1)));
+      throw std::invalid_argument("KL to " + kl_reference->path + ": its vocabulary has " +
+                                  std::to_string(ref.size(-1)) + " tokens, " + model.path + "'s " +
+                                  std::to_string(own.size(-1)));
     kl.push_back((ref.exp() * (ref - own)).sum(-1).cpu());
   }
-  if (kl.empty()) return torch::zeros({ids.size(0), 0});
-  return torch::cat(kl, 1);
+  if (logprobs.empty()) {
+    const auto none = torch::zeros({ids.size(0), 0});
+    return {none, torch::zeros({ids.size(0), 0}, torch::kBool), kl_reference ? none : torch::Tensor()};
+  }
+  return {torch::cat(logprobs, 1), torch::cat(greedy, 1), kl_reference ? torch::cat(kl, 1) : torch::Tensor()};
 }
 
 }  // namespace linear_ard::eval

@@ -104,8 +104,7 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
       const Window& win = windows[mine[j]];
       for (int64_t t = win.begin; t < win.end; ++t) acc[j - b0][t - win.begin] = (*win.ids)[t];
     }
-    const TokenScores scores = token_scores_compute(model, ids);
-    const torch::Tensor kls = options.kl_reference ? token_kl_compute(*options.kl_reference, model, ids) : torch::Tensor();
+    const TokenScores scores = token_scores_compute(model, ids, options.kl_reference);
     for (size_t j = b0; j < b1; ++j) {
       const Window& win = windows[mine[j]];
       // Position p (relative) predicts token begin + p + 1.
@@ -113,7 +112,7 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
       const int64_t count = win.end - win.first_target;
       const auto row = static_cast<int64_t>(j - b0);
       nll[j] = scores.logprob[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
-      if (kls.defined()) kl[j] = kls[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
+      if (options.kl_reference) kl[j] = scores.kl[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
     }
     progress.advance(static_cast<int64_t>(b1 - b0), "windows");
   }

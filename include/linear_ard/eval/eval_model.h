@@ -55,14 +55,14 @@ void eval_context_warn(const EvalModel& model, int64_t length, const std::string
 struct TokenScores {
   torch::Tensor logprob;  // [B, n - 1] fp32, CPU
   torch::Tensor greedy;   // [B, n - 1] bool, CPU
+  torch::Tensor kl;       // [B, n - 1] fp32, CPU: KL(p_reference || p_model) in nats; only with a reference
 };
-TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids);
-
-// KL(p_reference || p_model) of the next-token distributions at each position t < n - 1 of ids
-// [B, n] (nats, [B, n - 1] fp32, CPU): how far `model` has moved from `reference` (e.g. a restored
-// model from the native one) on the same tokens. Chunked over positions like token_scores_compute;
-// the models may sit on different devices. Throws std::invalid_argument naming both when their
+// With `kl_reference` (e.g. the native model, on any device) also the KL of its next-token
+// distributions to the model's at each position, from the same forward of the model: how far a
+// restored model has moved on the same tokens. Throws std::invalid_argument naming both when their
 // vocabularies differ in size.
-torch::Tensor token_kl_compute(const EvalModel& reference, const EvalModel& model, const torch::Tensor& ids);
+TokenScores token_scores_compute(const EvalModel& model, const torch::Tensor& ids,
+                                 const EvalModel* kl_reference = nullptr);
+
 
 }  // namespace linear_ard::eval

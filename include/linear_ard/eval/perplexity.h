@@ -36,7 +36,7 @@ struct PerplexityOptions {
   int64_t batch_size = 1;       // windows per forward
   bool progress = false;        // progress lines on stderr
   // When set: also the mean KL(p_reference || p_model) of the next-token distributions over the same
-  // scored tokens (token_kl_compute), e.g. a restored model's distance from the native one.
+  // scored tokens (token_scores_compute's kl), e.g. a restored model's distance from the native one.
   const EvalModel* kl_reference = nullptr;
 };
 
