@@ -7,23 +7,24 @@
 #              CPT (full model, and Q/K/V only) at 32768; LongReD-style hidden-state distillation
 #              at 4096 with position ids stretched up to x4 (max_skip 4); YaRN x4 unrestored beside
 #   seeds      the chosen setting of each method with seeds 1 and 2
-#   ablations  attention-map KL, w/o V/V, + logit KL, all layers, LoRA, full (stage 1 + stage 2)
+#   ablations  attention-map KL, w/o V/V, + logit KL, all layers, LoRA, full, stage 1 only: LinearARD's
+#              chosen setting with one change each (SEEDS: their seeds, default 0)
 #   stage2     why LinearARD retrieves so little: stage 2's learning rate (the recipe's 2e-5 beside a
 #              grid, chosen like the others on the validation split), then seeds 1-2 of the chosen rate
-#   yarn       every method's chosen setting with the student scaled YaRN x4 instead of PI x4
+#   yarn       every method's chosen setting with the student scaled YaRN x4 instead of PI x4 (SEEDS)
 #   budget     the token-efficiency curve: each method at BUDGETS x the paper's budget (default 4;
 #              LinearARD's extra tokens go to stage 2, stage 1 stays 2.26M)
-#   reports    the test-source reports (RULER too) of stage2, stage2_seeds, yarn, budget_x<K> and the
-#              late ablations (models that exist only; the others left out and named)
+#   reports    the test-source reports (RULER too) of stage2, stage2_seeds, yarn (one a method),
+#              budget_x<K>, the late ablations and the seeded ablations (one an ablation) (models that
+#              exist only; the others left out and named)
 #   settings   the rest of the search, on the validation split beside each method's chosen run (seed 0):
 #              context at the same tokens (batch x ctx fixed), and for LinearARD the relation weights
 #              and the layer scope (last 2); SETTINGS names the variants (default all)
 #   final      the main rows at their chosen settings (LinearARD with its chosen stage-2 rate), seeds
 #              0, 1 and 2 (FINAL_METHODS: which methods to train, default all four)
-#   final_reports  their reports (FINAL_METHODS, and `ref`): LinearARD's three seeds on everything
-#              (final_ard); RULER's full task set (RULER_FINAL_TASKS, RULER_FINAL_SAMPLES a cell) on
-#              the three seeds of each baseline (final_ruler_<method>) and on the native model and
-#              YaRN x4 unrestored (final_ruler_ref)
+#   final_reports  their reports (FINAL_METHODS, and `ref`): per method its seeds' short-text report
+#              beside native (final_<method>), and per model RULER's full task set (ruler_<model>;
+#              RULER_FINAL_TASKS, RULER_FINAL_SAMPLES a cell), native and YaRN x4 unrestored included
 #   eval       `linear-ard eval compare` on the test sources (never trained on): perplexity at 2K
 #              and 8K, last-word cloze and next-sentence choice accuracy, passkey at 4K/8K (native) and 16K/32K, RULER at
 #              8K/16K/32K; the native model is the ceiling
@@ -180,35 +181,50 @@ report() {
   local name="$1"; declare -n extra="$2"; shift 2
   [[ -f "$out/$name.json" ]] && return
   existing "$name" "$@"
+  (( ${#found_names[@]} )) || return 0
   # With the perplexity and the native model in the report: each model's KL from native's next-token
   # distributions on the same test windows.
   local kl=()
   [[ " ${found_names[*]} " == *" native "* && " ${extra[*]} " == *" --text "* ]] && kl=(--kl-to native)
   card
-  CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${found_paths[@]}" --names "${found_names[@]}" "${extra[@]}" \
+  OMP_NUM_THREADS="${REPORT_THREADS:-4}" CUDA_VISIBLE_DEVICES="$picked" "$cli" eval compare "${found_paths[@]}" --names "${found_names[@]}" "${extra[@]}" \
     "${kl[@]}" -o "$out/$name" >"$E/logs/eval_$name.log" 2>&1 &
   card_of[$!]="$picked"
 }
 
-# final_name METHOD SEED: the run of a main row at its chosen setting (the names of the seeds and
-# stage2 phases, so that runs they made are reused); final_model: its model folder.
+# seed_suffix SEED: the name suffix of a seed's run ("" for seed 0, _s<k> otherwise).
+seed_suffix() { (( $1 > 0 )) && echo "_s$1"; }
+# final_name METHOD SEED [TAG]: the run of a main row at its chosen setting (TAG: a variant of it, e.g.
+# _yarn4; the names of the seeds and stage2 phases, so that runs they made are reused); final_model: its
+# model folder.
 final_name() {
-  local method="$1" seed="$2" suffix=""
-  (( seed > 0 )) && suffix="_s$seed"
-  if [[ $method == ard ]]; then echo "ard_s2lr$(best stage2)$suffix"; else echo "${method}_lr$(best "$method")$suffix"; fi
+  local method="$1" seed="$2" tag="${3:-}"
+  if [[ $method == ard ]]; then echo "ard_s2lr$(best stage2)$tag$(seed_suffix "$seed")"
+  else echo "${method}_lr$(best "$method")$tag$(seed_suffix "$seed")"; fi
 }
 final_model() { m "$(final_name "$@")"; }
-# final_run METHOD SEED: trains it (the chosen learning rates of search/best_*).
-final_run() {
-  local method="$1" seed="$2"
+# chosen_args METHOD: sets `chosen` to the method's settings at its chosen learning rates (search/best_*).
+chosen_args() {
+  local method="$1"
   declare -n settings="$method"
+  chosen=()
   [[ -n "$(best "$method")" && ( $method != ard || -n "$(best stage2)" ) ]] \
-    || { echo "experiment_real: no search result for $method; run search (and stage2) first"; return; }
-  if [[ $method == ard ]]; then
-    run "$(final_name ard "$seed")" "${ard[@]}" lr="$(best ard)" stage2.lr="$(best stage2)" seed="$seed"
-  else
-    run "$(final_name "$method" "$seed")" "${settings[@]}" lr="$(best "$method")" seed="$seed"
-  fi
+    || { echo "experiment_real: no search result for $method; run search (and stage2) first"; return 1; }
+  chosen=("${settings[@]}" lr="$(best "$method")")
+  [[ $method == ard ]] && chosen+=(stage2.lr="$(best stage2)")
+  return 0
+}
+# final_run METHOD SEED [TAG OVERRIDE...]: trains it (TAG and the overrides: a variant of the setting).
+final_run() {
+  local method="$1" seed="$2" tag="${3:-}"
+  shift $(( $# < 3 ? $# : 3 ))
+  chosen_args "$method" || return
+  run "$(final_name "$method" "$seed" "$tag")" "${chosen[@]}" seed="$seed" "$@"
+}
+# seeded_specs LABEL NAME: LABEL=model, LABEL_s1=..., LABEL_s2=... of run NAME's seeds (SEEDS).
+seeded_specs() {
+  local seed; specs=()
+  for seed in ${SEEDS:-0 1 2}; do specs+=("$1$(seed_suffix "$seed")=$(m "$2$(seed_suffix "$seed")")"); done
 }
 
 # The teacher under PI x4 and YaRN x4, untrained (rows of every report).
@@ -229,15 +245,19 @@ for phase in "$@"; do
       choose "$method" "${specs[@]}"
     done ;;
   seeds)
-    for method in ard cpt cpt_qkv longred; do
+    for method in "${methods[@]}"; do
       declare -n settings="$method"
       lr="$(best "$method")"; [[ -n "$lr" ]] || { echo "experiment_real: no search result for $method"; continue; }
       for seed in 1 2; do run "${method}_lr${lr}_s$seed" "${settings[@]}" lr="$lr" seed="$seed"; done
     done
     settle ;;
   ablations)
-    # ABLATIONS (default all) names the ones to train.
-    for a in ${ABLATIONS:-${!ablation[@]}}; do run "$a" "${ard[@]}" lr="$(best ard)" ${ablation[$a]}; done
+    # ABLATIONS (default all) names the ones to train, SEEDS (default 0) their seeds: LinearARD's
+    # chosen setting (stage 2 at its chosen rate) with one change each.
+    chosen_args ard || continue
+    for seed in ${SEEDS:-0}; do
+      for a in ${ABLATIONS:-${!ablation[@]}}; do run "$a$(seed_suffix "$seed")" "${chosen[@]}" seed="$seed" ${ablation[$a]}; done
+    done
     settle ;;
   eval)
     main=("native=$teacher" "pi4=$(m pi4)" "yarn4=$(m yarn4)")
@@ -269,11 +289,11 @@ for phase in "$@"; do
       for seed in 1 2; do run "ard_s2lr${s2}_s$seed" "${ard[@]}" lr="$lr" stage2.lr="$s2" seed="$seed"; done
     fi
     settle ;;
-  yarn)
-    for method in ard cpt cpt_qkv longred; do
-      declare -n settings="$method"
-      run "${method}_yarn4" "${settings[@]}" lr="$(best "$method")" student_rope.rope_type=yarn \
-        student_rope.original_max_position_embeddings=8192
+  yarn)  # every method's chosen setting with the student scaled YaRN x4, SEEDS (default 0)
+    for seed in ${SEEDS:-0}; do
+      for method in "${methods[@]}"; do
+        final_run "$method" "$seed" _yarn4 student_rope.rope_type=yarn student_rope.original_max_position_embeddings=8192
+      done
     done
     settle ;;
   budget)
@@ -291,14 +311,20 @@ for phase in "$@"; do
       done
     done
     settle ;;
-  reports)  # REPORTS (default all five) names the reports to write
+  reports)  # REPORTS (default all five; ablations_seeds too) names the reports to write; REPORT_JOBS as below
+    J="${REPORT_JOBS:-$(( 4 * ${#gpus[@]} ))}"
     lr="$(best ard)" want=" ${REPORTS:-stage2 stage2_seeds yarn budget ablations_late} "
     s2=("native=$teacher" "pi4=$(m pi4)" "s2lr2e-5=$(m "ard_lr$lr")")
     for s in ${grid[stage2]}; do s2+=("s2lr$s=$(m "ard_s2lr$s")"); done
     [[ $want == *" stage2 "* ]] && report stage2 both "${s2[@]}"
-    y=("native=$teacher" "yarn4=$(m yarn4)")
-    for method in ard cpt cpt_qkv longred; do y+=("$method=$(m "${method}_yarn4")"); done
-    [[ $want == *" yarn "* ]] && report yarn both "${y[@]}"
+    # YaRN x4 students: one report a method (native for the KL, its seeds as <method>_yarn4[_s<k>]), so
+    # that they run at once; YaRN x4 unrestored is in final_ref.
+    if [[ $want == *" yarn "* ]]; then
+      for method in "${methods[@]}"; do
+        seeded_specs "${method}_yarn4" "$(final_name "$method" 0 _yarn4)"
+        report "yarn_$method" both "native=$teacher" "${specs[@]}"
+      done
+    fi
     # One budget report per multiple (budget_x4, budget_x16), so that each starts once its runs exist.
     for k in ${BUDGETS:-4}; do
       b=("native=$teacher" "pi4=$(m pi4)")
@@ -310,17 +336,21 @@ for phase in "$@"; do
       "ard=$(m "ard_s2lr$s2")" "ard_s1=$(m "ard_s2lr${s2}_s1")" "ard_s2=$(m "ard_s2lr${s2}_s2")"
     [[ $want == *" ablations_late "* ]] && report ablations_late common "native=$teacher" "pi4=$(m pi4)" "ard=$(m "ard_lr$lr")" \
       "abl_full=$(m abl_full)" "abl_stage1_only=$(m abl_stage1_only)"
+    # The ablations at LinearARD's chosen setting with seeds (SEEDS, default 0 1 2): one report each,
+    # beside native (the KL) and the main LinearARD row's seeds (final_ard).
+    if [[ $want == *" ablations_seeds "* ]]; then
+      for a in ${ABLATIONS:-${!ablation[@]}}; do seeded_specs "$a" "$a"; report "ablation_$a" common "native=$teacher" "${specs[@]}"; done
+    fi
     wait
+    J="${JOBS:-${#gpus[@]}}"
     tail -n 3 "$E"/logs/eval_*.log ;;
   settings)
     names=(${SETTINGS:-ard_ctx2048 ard_lv2 ard_lqk2 ard_last2 cpt_qkv_ctx8192 cpt_qkv_ctx16384 cpt_ctx8192
            longred_ctx2048 longred_ctx8192})
     for v in "${names[@]}"; do
       read -r method overrides <<<"${variant[$v]}"
-      declare -n settings="$method"
-      extra=(lr="$(best "$method")")
-      [[ $method == ard ]] && extra+=(stage2.lr="$(best stage2)")
-      run "set_$v" "${settings[@]}" "${extra[@]}" $overrides
+      chosen_args "$method" || continue
+      run "set_$v" "${chosen[@]}" $overrides
     done
     settle
     val=(--text "$data/val.jsonl" --ctx 2048 --quiet)
@@ -336,19 +366,26 @@ for phase in "$@"; do
       for seed in 0 1 2; do final_run "$method" "$seed"; done
     done
     settle ;;
-  final_reports)  # REPORT_JOBS: reports at once (default two a card: an evaluation needs far less memory)
-    J="${REPORT_JOBS:-$(( 2 * ${#gpus[@]} ))}"
+  final_reports)
+    # Per method (FINAL_METHODS, and `ref`): the short-text report of its seeds beside native (the KL
+    # to native; final_<method>), and RULER's full task set (RULER_FINAL_TASKS, RULER_FINAL_SAMPLES a
+    # cell) one report per model (ruler_<model>), so that they run side by side: generation at batch 1
+    # is bound by the host, not the card. REPORT_JOBS: reports at once (default four a card).
+    J="${REPORT_JOBS:-$(( 4 * ${#gpus[@]} ))}"
     for method in ${FINAL_METHODS:-ard cpt_qkv cpt longred ref}; do
-      case $method in
-      ard) report final_ard both_full "native=$teacher" "ard=$(final_model ard 0)" "ard_s1=$(final_model ard 1)" "ard_s2=$(final_model ard 2)" ;;
-      ref) report final_ruler_ref ruler_full "native=$teacher" "yarn4=$(m yarn4)" ;;
-      *) report "final_ruler_$method" ruler_full "$method=$(final_model "$method" 0)" \
-           "${method}_s1=$(final_model "$method" 1)" "${method}_s2=$(final_model "$method" 2)" ;;
-      esac
+      if [[ $method == ref ]]; then
+        report final_ref common "native=$teacher" "pi4=$(m pi4)" "yarn4=$(m yarn4)"
+        for r in "native=$teacher" "yarn4=$(m yarn4)"; do report "ruler_${r%%=*}" ruler_full "$r"; done
+        continue
+      fi
+      specs=()
+      for seed in 0 1 2; do specs+=("$method$(seed_suffix "$seed")=$(final_model "$method" "$seed")"); done
+      report "final_$method" common "native=$teacher" "${specs[@]}"
+      for r in "${specs[@]}"; do report "ruler_${r%%=*}" ruler_full "$r"; done
     done
     wait
     J="${JOBS:-${#gpus[@]}}"
-    tail -n 3 "$E"/logs/eval_final*.log ;;
+    tail -n 2 "$E"/logs/eval_final*.log "$E"/logs/eval_ruler_*.log ;;
   *) echo "experiment_real: unknown phase $phase (search, seeds, ablations, eval, stage2, yarn, budget, reports, final, final_reports)"; exit 2 ;;
   esac
   echo "experiment_real: $phase took $(( $(date +%s) - start )) s"
