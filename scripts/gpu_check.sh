@@ -6,7 +6,7 @@
 # (FlashAttention's 2x rule, Appendix L table) and the benchmark. Logs and results go to $OUT (or
 # ./gpu_out).
 #   scripts/gpu_check.sh            everything (#18's one command: checks, operator, 7B-shape and
-#                                   real-model step benchmarks; one table last)
+#                                   real-model step benchmarks; one table last: scripts/perf_table.py)
 #   scripts/gpu_check.sh --quick    checks plus the short benchmark (n <= 16K, LLaMA-3 case)
 #   SKIP_BENCH=1 scripts/gpu_check.sh   checks only
 #   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
@@ -168,6 +168,14 @@ if [[ -x "$build/src/cli/linear-ard" ]]; then
 else
   echo "eval check skipped: linear-ard was not built (see $out/configure.log)"
 fi
+# The full run ends with issue #18's figures in one table (scripts/perf_table.py), read from this
+# call's files only (an earlier call's are removed first); its SmolLM2 cases add the issue's 2048 x 8.
+perf_table=""
+if [[ -z "${1:-}" && -z "${SKIP_BENCH:-}" ]]; then
+  perf_table=1
+  rm -f "$out/bench_relation_kl_gpu.json" "$out/bench_restore.log" "$out/step_bench/results.json"
+  STEP_BENCH_CASES="${STEP_BENCH_CASES:-ard:2048:8,ard:4096:8,stage2:32768:1,cpt:32768:1}"
+fi
 if [[ -z "${SKIP_BENCH:-}" ]]; then
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log"
   step "benchmark" "${PIPESTATUS[0]}"
@@ -176,4 +184,7 @@ if [[ -z "${SKIP_BENCH:-}" ]]; then
 fi
 printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
 printf '%s\n' "${summary[@]}"
+if [[ -n "$perf_table" ]]; then
+  python3 scripts/perf_table.py "$out" || status=1
+fi
 exit $status
