@@ -2,6 +2,7 @@
 #include "linear_ard/model/attention.h"
 
 #include <cmath>
+#include <limits>
 
 #include "linear_ard/model/fused_rope_qkv.h"  // defines: rope_qkv_fused(_supported)
 #include "linear_ard/model/weights_group.h"    // defines: weights_linear_group
@@ -20,6 +21,24 @@ torch::Tensor repeat_kv(const torch::Tensor& x, int64_t groups) {
   if (groups == 1) return x;
   const int64_t b = x.size(0), h = x.size(1), n = x.size(2), d = x.size(3);
   return x.unsqueeze(2).expand({b, h, groups, n, d}).reshape({b, h * groups, n, d});
+}
+
+// One query per row with a mask (decoding on a fixed-capacity cache, decode_graph.h): the scores as
+// one fp32-output GEMM over every key, the mask, an fp32 softmax, and the value GEMM on the
+// probabilities rounded to the activation dtype (FlashAttention rounds them so too). Both GEMMs run
+// in parallel over the whole cache; SDPA's kernels that take a mask give each (batch, head) one
+// block that walks all the keys, which at 32K cached keys and 3 K/V heads made a decode step wait on
+// 9 blocks. The query heads of K/V head j (j * groups ...) are the rows of its block, as repeat_kv
+// orders them, so the cache is read as it is. q [B, H, 1, d], k/v [B, Hkv, T, d], mask [B or 1, 1,
+// 1, T] -> [B, 1, H * d].
+torch::Tensor attention_one_query(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  const torch::Tensor& mask, double scale) {
+  const int64_t b = q.size(0), hkv = k.size(1), groups = q.size(1) / hkv, d = q.size(3), len = k.size(2);
+  auto scores = at::bmm(q.reshape({b * hkv, groups, d}), k.reshape({b * hkv, len, d}).transpose(1, 2), torch::kFloat);
+  scores = torch::where(mask, scores.mul_(scale).view({b, hkv, groups, len}),
+                        -std::numeric_limits<float>::infinity());
+  auto probs = scores.softmax(-1).to(v.scalar_type()).view({b * hkv, groups, len});
+  return at::bmm(probs, v.reshape({b * hkv, len, d})).view({b, 1, -1});
 }
 
 }  // namespace
@@ -76,6 +95,8 @@ torch::Tensor attention_output(const LlamaWeights& weights, const Overrides& ove
   // K/V head h / groups): no repeated copies forward, no reduction of their gradients backward.
   // Elsewhere (CPU, where the outputs stay bitwise HF's; masks, whose kernel lacks GQA) repeated.
   const bool gqa = groups > 1 && q.is_cuda() && !mask.mask;
+  if (q.is_cuda() && mask.mask && q.size(2) == 1)
+    return weights_linear(weights, overrides, prefix + ".o_proj", attention_one_query(q, k, v, *mask.mask, scale));
   auto out = gqa ? at::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, mask.is_causal, scale, true)
                  : at::scaled_dot_product_attention(q, repeat_kv(k, groups), repeat_kv(v, groups), mask.mask, 0.0,
                                                     mask.is_causal && !mask.mask, scale);

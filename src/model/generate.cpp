@@ -1,42 +1,71 @@
-// Greedy generation: prefill the prompt into a KV cache, then feed back the argmax token.
+// Greedy generation: prefill the prompt into a KV cache, then feed back the argmax token; on CUDA
+// the decode steps replay one captured CUDA graph over a fixed-capacity cache (decode_graph.h).
 #include "linear_ard/model/generate.h"
 
 #include <chrono>
 
+#include "decode_graph.h"
 #include "linear_ard/model/llama_model.h"
 
 namespace linear_ard::model {
+namespace {
+
+// The greedy choice from last-position logits [B, 1, vocab]: the argmax, the pad token for rows
+// already finished; marks rows that chose an EOS (in place, so a captured step updates `finished`).
+torch::Tensor greedy_next(const torch::Tensor& logits, const torch::Tensor& eos, torch::Tensor& finished,
+                          int64_t pad_token_id) {
+  auto next = logits.select(1, 0).argmax(-1);
+  next = torch::where(finished, torch::full_like(next, pad_token_id), next);
+  if (eos.numel() > 0) finished.logical_or_(torch::isin(next, eos));
+  return next.unsqueeze(1);
+}
+
+// Adds the time since `start` (and restarts it) to the prefill or decode share of `stats`.
+void stats_add(GenerateStats* stats, bool prefill, int64_t tokens, std::chrono::steady_clock::time_point& start) {
+  if (!stats) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - start).count();
+  (prefill ? stats->prefill_seconds : stats->decode_seconds) += seconds;
+  (prefill ? stats->prefill_tokens : stats->decode_tokens) += tokens;
+  start = now;
+}
+
+}  // namespace
 
 torch::Tensor model_generate_greedy(const LlamaWeights& weights, const RopeTables& rope,
                                     const Overrides& overrides, const torch::Tensor& prompt,
                                     const GenerateOptions& options, GenerateStats* stats) {
   torch::NoGradGuard no_grad;
+  if (options.max_new_tokens <= 0) return prompt;
   KvCache cache = kv_cache_init(weights.config.num_hidden_layers);
-  ForwardOptions step;
-  step.cache = &cache;
-  step.logits_last_only = true;
-
-  auto eos = torch::tensor(options.eos_token_ids, prompt.options());
+  ForwardOptions forward;
+  forward.cache = &cache;
+  forward.logits_last_only = true;
+  const auto eos = torch::tensor(options.eos_token_ids, prompt.options());
   auto finished = torch::zeros({prompt.size(0)}, prompt.options().dtype(torch::kBool));
-  std::vector<torch::Tensor> pieces{prompt};
-  torch::Tensor input = prompt;
+
   auto start = std::chrono::steady_clock::now();
-  for (int64_t t = 0; t < options.max_new_tokens; ++t) {
-    auto logits = model_forward(weights, rope, overrides, input, step).logits;
-    auto next = logits.select(1, 0).argmax(-1);
-    next = torch::where(finished, torch::full_like(next, options.pad_token_id), next);
-    pieces.push_back(next.unsqueeze(1));
-    if (eos.numel() > 0) finished = finished.logical_or(torch::isin(next, eos));
-    const bool done = finished.all().item<bool>();  // the host sync that ends the step
-    if (stats) {
-      const auto now = std::chrono::steady_clock::now();
-      const double seconds = std::chrono::duration<double>(now - start).count();
-      (t == 0 ? stats->prefill_seconds : stats->decode_seconds) += seconds;
-      (t == 0 ? stats->prefill_tokens : stats->decode_tokens) += input.numel();
-      start = now;
-    }
-    if (done) break;
-    input = next.unsqueeze(1);
+  auto input = greedy_next(model_forward(weights, rope, overrides, prompt, forward).logits, eos, finished,
+                           options.pad_token_id);
+  std::vector<torch::Tensor> pieces{prompt, input.clone()};
+  bool done = finished.all().item<bool>();  // the host sync that ends a step
+  stats_add(stats, true, prompt.numel(), start);
+
+  const int64_t steps = options.max_new_tokens - 1;
+  if (!done && steps > 0 && decode_graph_supported(weights.config, rope, prompt))
+    cache = kv_cache_fixed(cache, prompt.size(1) + steps, rope);
+  // One decode step: `input` in, the chosen tokens back into it.
+  auto step = [&] {
+    input.copy_(greedy_next(model_forward(weights, rope, overrides, input, forward).logits, eos, finished,
+                            options.pad_token_id));
+    if (cache.fixed) cache.fixed->position.add_(1);
+  };
+  DecodeGraph graph(prompt.device(), step);
+  for (int64_t t = 0; t < steps && !done; ++t) {
+    cache.fixed ? graph.run() : step();
+    pieces.push_back(input.clone());
+    done = finished.all().item<bool>();
+    stats_add(stats, false, input.numel(), start);
   }
   return torch::cat(pieces, 1);
 }

@@ -57,6 +57,9 @@ ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
   TORCH_CHECK(ids.dim() == 2 && ids.scalar_type() == torch::kLong, "model: ids must be int64 [B, n]");
   const int64_t n = ids.size(1);
   const int64_t past = options.cache ? kv_cache_length(*options.cache) : 0;
+  const bool fixed = options.cache && options.cache->fixed;
+  TORCH_CHECK(!fixed || (n == 1 && !options.attention_mask && !options.position_ids),
+              "model: a fixed-capacity KV cache takes one token per step, with no attention_mask or position_ids");
 
   std::vector<bool> capture(num_layers, false);
   for (int64_t l : options.capture_qkv_layers) capture[layer_index(l, num_layers)] = true;
@@ -68,18 +71,23 @@ ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
 
   auto embed = weights_get(weights, overrides, "model.embed_tokens.weight");
   torch::Tensor hidden = torch::embedding(embed, ids);
-  auto positions = options.position_ids
-                       ? *options.position_ids
-                       : (torch::arange(n, ids.options()) + past).unsqueeze(0);
-  RopeCosSin cos_sin = rope_cos_sin(rope, positions, hidden.scalar_type());
+  RopeCosSin cos_sin =
+      fixed ? kv_cache_fixed_rope(*options.cache)
+            : rope_cos_sin(rope,
+                           options.position_ids ? *options.position_ids
+                                                : (torch::arange(n, ids.options()) + past).unsqueeze(0),
+                           hidden.scalar_type());
 
   // One mask per distinct window (full attention and at most one sliding size in practice).
   std::map<int64_t, AttentionMask> masks;
   auto mask_for = [&](int64_t layer) -> const AttentionMask& {
     auto window = model_config_layer_window(c, layer);
     const int64_t key = window.value_or(-1);
-    if (!masks.count(key))
-      masks.emplace(key, attention_mask_build(n, past, options.attention_mask, window, ids.device()));
+    if (!masks.count(key)) {
+      TORCH_CHECK(!fixed || !window, "model: a fixed-capacity KV cache does not take sliding-window layers");
+      masks.emplace(key, fixed ? AttentionMask{kv_cache_fixed_visible(*options.cache), false}
+                               : attention_mask_build(n, past, options.attention_mask, window, ids.device()));
+    }
     return masks.at(key);
   };
 

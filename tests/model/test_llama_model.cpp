@@ -108,4 +108,52 @@ TEST(LlamaModel, GreedyStopsAtEos) {
   EXPECT_LE(stopped.size(1), 6);
 }
 
+// Decoding on a fixed-capacity cache (the CUDA-graph path's cache, here without a graph) gives the
+// logits of the growing cache, step after step, for RoPEs with and without attention scaling.
+TEST(LlamaModel, FixedCapacityCacheMatchesGrowingCache) {
+  const auto w = llama_weights_random(tiny_config(), torch::kFloat, torch::kCPU, 8);
+  RopeConfig yarn = w.config.rope;
+  yarn.type = RopeType::kYarn;
+  yarn.factor = 4.0;
+  yarn.original_max_position_embeddings = 32;
+  for (const auto& tables : {rope_tables_init(w.config), rope_tables_init(w.config, yarn)}) {
+    const auto prompt = torch::randint(0, 97, {2, 5}, torch::kLong);
+    KvCache growing = kv_cache_init(w.config.num_hidden_layers);
+    ForwardOptions opt;
+    opt.cache = &growing;
+    model_forward(w, tables, {}, prompt, opt);
+    KvCache fixed = kv_cache_fixed(growing, 5 + 4, tables);
+    ForwardOptions fixed_opt;
+    fixed_opt.cache = &fixed;
+    for (int step = 0; step < 4; ++step) {
+      const auto token = torch::randint(0, 97, {2, 1}, torch::kLong);
+      const auto want = model_forward(w, tables, {}, token, opt).logits;
+      const auto got = model_forward(w, tables, {}, token, fixed_opt).logits;
+      EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6)) << "step " << step << ": max diff "
+                                                          << (got - want).abs().max().item<float>();
+      fixed.fixed->position.add_(1);
+    }
+    EXPECT_EQ(kv_cache_length(growing), 9);
+    EXPECT_EQ(fixed.fixed->position.item<int64_t>(), 9);
+  }
+}
+
+TEST(LlamaModel, FixedCapacityCacheRefusesWhatItCannotHold) {
+  const auto w = llama_weights_random(tiny_config(), torch::kFloat, torch::kCPU, 9);
+  const auto tables = rope_tables_init(w.config);
+  KvCache growing = kv_cache_init(w.config.num_hidden_layers);
+  EXPECT_THROW(kv_cache_fixed(growing, 8, tables), std::invalid_argument);  // empty
+  ForwardOptions opt;
+  opt.cache = &growing;
+  model_forward(w, tables, {}, torch::randint(0, 97, {1, 6}, torch::kLong), opt);
+  EXPECT_THROW(kv_cache_fixed(growing, 5, tables), std::invalid_argument);  // smaller than 6 tokens
+  RopeConfig dynamic = w.config.rope;
+  dynamic.type = RopeType::kDynamic;
+  dynamic.factor = 2.0;
+  EXPECT_THROW(kv_cache_fixed(growing, 8, rope_tables_init(w.config, dynamic)), std::invalid_argument);
+  KvCache fixed = kv_cache_fixed(growing, 8, tables);
+  opt.cache = &fixed;
+  EXPECT_THROW(model_forward(w, tables, {}, torch::randint(0, 97, {1, 2}, torch::kLong), opt), c10::Error);
+}
+
 }  // namespace
