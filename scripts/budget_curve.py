@@ -3,7 +3,8 @@
 method, short-context quality and long-context retrieval against training tokens, read from the
 markdown reports of `linear-ard eval compare` (the files committed in docs/results/real).
 
-    scripts/budget_curve.py K=REPORT.md [K=REPORT.md ...] [--unit TOKENS] [--rename OLD=NEW ...] [-o PLOT]
+    scripts/budget_curve.py K=REPORT.md [K=REPORT.md ...] [--unit TOKENS] [--rename OLD=NEW ...]
+                            [--rec-task TASK] [-o PLOT]
 
 K is the budget multiple of the report's runs (1, 4, 16: K x the paper's 4.26M tokens, --unit).
 A row counts when its model name is a method (ard, cpt, cpt_qkv, longred) optionally followed by
@@ -27,10 +28,9 @@ REFERENCES = ("native", "pi4")
 COLUMNS = {"ppl": ("Perplexity", "PPL@2048"), "rec": ("Tasks", "Rec."), "ruler": ("RULER", "Avg. all")}
 
 
-def value(sections, key, model):
-    """The float of report column `key` for `model`, or None (no such column or row, or a cell that
-    is not a number, such as a dash)."""
-    section, column = COLUMNS[key]
+def cell(sections, section, column, model):
+    """The float of `column` for `model` in the report's first table whose title starts with
+    `section`, or None (no such column or row, or a cell that is not a number, such as a dash)."""
     title = next((t for t in sections if t.startswith(section)), None)
     for row in sections.get(title, []):
         if row.get("model") == model:
@@ -41,9 +41,18 @@ def value(sections, key, model):
     return None
 
 
-def points(specs, rename):
+def value(sections, key, model, rec_task=None):
+    """Report column `key` for `model`; with rec_task, Rec. is that task's accuracy over the same
+    report's native row's (in %), not the report's Rec. column (the mean over all of its tasks)."""
+    if key == "rec" and rec_task:
+        ours, native = cell(sections, "Tasks", rec_task, model), cell(sections, "Tasks", rec_task, "native")
+        return None if ours is None or not native else 100.0 * ours / native
+    return cell(sections, *COLUMNS[key], model)
+
+
+def points(specs, rename, rec_task=None):
     """{(name, K): {metric: value}} over the reports, names being a method or a reference (a report's
-    model names first go through `rename`)."""
+    model names first go through `rename`; rec_task as in `value`)."""
     out = {}
     for spec in specs:
         k, sep, path = spec.partition("=")
@@ -58,7 +67,7 @@ def points(specs, rename):
                 continue
             entry = out.setdefault((name, 0 if name in REFERENCES else int(k)), {})
             for key in COLUMNS:
-                v = value(sections, key, model)
+                v = value(sections, key, model, rec_task)
                 if v is not None:
                     entry.setdefault(key, v)
     return out
@@ -66,7 +75,7 @@ def points(specs, rename):
 
 def figure(pts, unit):
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    labels = {"ppl": "PPL @2K, unseen sources (log)", "rec": "Rec. % (cloze vs native)", "ruler": "RULER avg. % (8-32K)"}
+    labels = {"ppl": "PPL @2K, unseen sources (log)", "rec": "Rec. % vs native", "ruler": "RULER avg. % (8-32K)"}
     for ax, key in zip(axes, COLUMNS):
         for method, label in METHODS.items():
             xs = sorted((k * unit, v[key]) for (n, k), v in pts.items() if n == method and key in v)
@@ -96,11 +105,14 @@ def main():
     ap.add_argument("--unit", type=float, default=4_259_840, help="tokens of K=1 (the paper's budget)")
     ap.add_argument("--rename", nargs="*", default=[], metavar="OLD=NEW",
                     help="read a report's model OLD as NEW (e.g. s2lr3e-3=ard_tuned)")
+    ap.add_argument("--rec-task", metavar="TASK",
+                    help="Rec. = TASK's accuracy over the same report's native row's, so that reports with "
+                         "different task sets compare (default: each report's Rec. column)")
     ap.add_argument("-o", dest="plot", help="write PLOT.svg and PLOT.png")
     args = ap.parse_args()
     if any("=" not in r for r in args.rename):
         sys.exit("budget_curve: --rename takes OLD=NEW pairs")
-    pts = points(args.reports, dict(r.split("=", 1) for r in args.rename))
+    pts = points(args.reports, dict(r.split("=", 1) for r in args.rename), args.rec_task)
     rows = sorted((n, k) for n, k in pts if n in METHODS)
     if not rows:
         sys.exit("budget_curve: no method rows (ard, cpt, cpt_qkv, longred[_xK]) in the reports")

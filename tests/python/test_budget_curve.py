@@ -81,3 +81,17 @@ def test_errors_name_the_argument(tmp_path):
     assert r.returncode != 0 and "no method rows" in r.stderr
     r = run(f"1={good}", "--rename", "ard")
     assert r.returncode != 0 and "OLD=NEW" in r.stderr
+
+
+def test_rec_task_is_that_task_over_native(tmp_path):
+    rng = random.Random()
+    cloze = {m: round(rng.uniform(5, 30), 2) for m in ("native", "cpt_qkv_x16")}
+    choice = {m: round(rng.uniform(25, 40), 2) for m in cloze}
+    lines = ["## Tasks (%, Rec. against native)", "", "| model | cloze | choice | Avg. | Rec. |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {m} | {cloze[m]} | {choice[m]} | 0 | 12.5 |" for m in cloze]
+    path = tmp_path / "x16.md"
+    path.write_text("\n".join(lines) + "\n")
+    got = table(run(f"16={path}", "--rec-task", "cloze").stdout)[("CPT (Q/K/V)", "16x")]
+    assert abs(got[1] - round(100 * cloze["cpt_qkv_x16"] / cloze["native"], 2)) < 1e-9
+    assert table(run(f"16={path}").stdout)[("CPT (Q/K/V)", "16x")][1] == 12.5  # the report's own Rec.
+    assert table(run(f"16={path}", "--rec-task", "hellaswag").stdout)[("CPT (Q/K/V)", "16x")][1] is None
