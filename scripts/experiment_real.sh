@@ -5,7 +5,8 @@
 #              validation split (training sources' held-out documents); LinearARD = stage 1 (final
 #              layer QKV relations, blocks of 4096, 2.26M tokens) + stage 2 (CPT at 32768, 2.0M);
 #              CPT (full model, and Q/K/V only) at 32768; LongReD-style hidden-state distillation
-#              at 4096 with position ids stretched up to x4 (max_skip 4); YaRN x4 unrestored beside
+#              at 4096 with position ids stretched up to x4 (max_skip 4); YaRN x4 unrestored beside;
+#              METHODS="ard_lora cpt_qkv_lora": both with a LoRA (r 64) on q/k/v instead of the matrices
 #   seeds      the chosen setting of each method with seeds 1 and 2
 #   ablations  attention-map KL, w/o V/V, + logit KL, all layers, LoRA, full, stage 1 only: LinearARD's
 #              chosen setting with one change each (SEEDS: their seeds, default 0)
@@ -69,6 +70,11 @@ cpt=(method=cpt trainable=full ctx_len=32768 batch_size=1 steps=130 stage2.steps
 cpt_qkv=(method=cpt trainable=qkv ctx_len=32768 batch_size=1 steps=130 stage2.steps=0 stage2.warmup_steps=0)
 longred=(method=longred trainable=full ctx_len=4096 batch_size=8 steps=130 longred.max_skip=4
          stage2.steps=0 stage2.warmup_steps=0)
+# LinearARD and CPT of Q/K/V with a LoRA (r 64) on q/k/v instead of the full matrices (the fifth pass's
+# best ablation, and the same change for its strongest baseline); LinearARD's stage 2 at its own rate.
+lora=(trainable=lora_qkv lora.rank=64 lora.alpha=128)
+ard_lora=("${ard[@]}" "${lora[@]}")
+cpt_qkv_lora=("${cpt_qkv[@]}" "${lora[@]}")
 # The ablations (Appendix A/E): LinearARD's setting with one change each.
 declare -A ablation=([abl_attention]="objective.relations=attention" [abl_no_vv]="lambda_v=0"
   [abl_logit]="objective.logit_kl=1" [abl_all_layers]="layers=all"
@@ -84,8 +90,9 @@ declare -A variant=([ard_ctx2048]="ard ctx_len=2048 batch_size=16" [ard_lv2]="ar
 # METHODS limits the search to some methods.
 declare -A grid=([ard]="${GRID_ard:-3e-4 1e-3 3e-3}" [cpt]="${GRID_cpt:-3e-5 1e-4 3e-4}"
                  [cpt_qkv]="${GRID_cpt_qkv:-3e-4 1e-3 3e-3}" [longred]="${GRID_longred:-3e-5 1e-4 3e-4}"
-                 [stage2]="${GRID_stage2:-3e-4 1e-3 3e-3 1e-2}")  # LinearARD stage 2 beside the recipe's 2e-5
-methods=(${METHODS:-ard cpt cpt_qkv longred})
+                 [stage2]="${GRID_stage2:-3e-4 1e-3 3e-3 1e-2}"  # LinearARD stage 2 beside the recipe's 2e-5
+                 [ard_lora]="${GRID_ard_lora:-1e-3 3e-3 1e-2}" [cpt_qkv_lora]="${GRID_cpt_qkv_lora:-1e-3 3e-3 1e-2}")
+methods=(${METHODS:-ard cpt cpt_qkv longred})  # or ard_lora, cpt_qkv_lora
 
 # The evaluation's arguments, on the test sources (never trained on): perplexity at 2K and 8K,
 # last-word cloze and next-sentence choice (scripts/make_choice.py: a second short-text task, so that
@@ -212,6 +219,7 @@ chosen_args() {
     || { echo "experiment_real: no search result for $method; run search (and stage2) first"; return 1; }
   chosen=("${settings[@]}" lr="$(best "$method")")
   [[ $method == ard ]] && chosen+=(stage2.lr="$(best stage2)")
+  [[ $method == ard_lora ]] && chosen+=(stage2.lr="$(best ard_lora)")
   return 0
 }
 # final_run METHOD SEED [TAG OVERRIDE...]: trains it (TAG and the overrides: a variant of the setting).
@@ -236,7 +244,10 @@ for phase in "$@"; do
   search)
     for method in "${methods[@]}"; do
       declare -n settings="$method"
-      for lr in ${grid[$method]}; do run "${method}_lr${lr}" "${settings[@]}" lr="$lr"; done
+      for lr in ${grid[$method]}; do
+        s2=(); [[ $method == ard_lora ]] && s2=(stage2.lr="$lr")  # both stages at the searched rate
+        run "${method}_lr${lr}" "${settings[@]}" lr="$lr" "${s2[@]}"
+      done
     done
     settle
     for method in "${methods[@]}"; do
