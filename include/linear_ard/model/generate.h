@@ -27,7 +27,9 @@ struct GenerateStats {
 };
 
 // prompt [B, n] int64 (unpadded, equal lengths) -> [B, n + generated]; stops early when every row
-// has produced an EOS. `stats`, when given, receives the timings (added to what it holds).
+// has produced an EOS. `stats`, when given, receives the timings (added to what it holds). On CUDA
+// the decode steps replay one captured CUDA graph over a fixed-capacity KV cache (same tokens as the
+// eager loop up to bf16 rounding; LINEAR_ARD_NO_CUDA_GRAPHS=1 runs the eager loop).
 torch::Tensor model_generate_greedy(const LlamaWeights& weights, const RopeTables& rope,
                                     const Overrides& overrides, const torch::Tensor& prompt,
                                     const GenerateOptions& options, GenerateStats* stats = nullptr);
