@@ -54,11 +54,20 @@ LOG_DIR="$E/logs" gpu_binaries linear_ard_cli || exit 1
 cli="$build/src/cli/linear-ard"
 teacher="$(scripts/device_model.sh)" || exit 3
 data="$E/data"
-if [[ ! -f "$data/train.jsonl" ]]; then
-  mkdir -p "$data" && tar -C "$data" -xJf "${DATA:-.devdata/real_data.tar.xz}" || exit 1
-fi
-[[ -f "$data/cloze.jsonl" ]] || python3 scripts/make_cloze.py "$data/test.jsonl" -o "$data/cloze.jsonl" --count 500 || exit 1
-[[ -f "$data/choice.jsonl" ]] || python3 scripts/make_choice.py "$data/test.jsonl" -o "$data/choice.jsonl" --count 500 || exit 1
+# The data folder is shared by every driver of $E: the first to come unpacks it into a temporary
+# folder and renames it, under a lock (two drivers started together once raced: one read test.jsonl
+# before the other's tar had written it).
+prepare_data() {
+  [[ -f "$data/choice.jsonl" ]] && return
+  rm -rf "$data.tmp" && mkdir -p "$data.tmp" && tar -C "$data.tmp" -xJf "${DATA:-.devdata/real_data.tar.xz}" || return 1
+  python3 scripts/make_cloze.py "$data.tmp/test.jsonl" -o "$data.tmp/cloze.jsonl" --count 500 || return 1
+  python3 scripts/make_choice.py "$data.tmp/test.jsonl" -o "$data.tmp/choice.jsonl" --count 500 || return 1
+  rm -rf "$data" && mv "$data.tmp" "$data"
+}
+exec {data_lock}>"$E/data.lock"
+flock "$data_lock" || exit 1
+prepare_data || { echo "experiment_real: cannot prepare $data"; exit 1; }
+flock -u "$data_lock"
 
 # Per-method settings at the paper's budget. 4096 x 8 x 69 = 2.26M; 32768 x 1 x 61 = 2.0M;
 # 32768 x 1 x 130 = 4.26M; 4096 x 8 x 130 = 4.26M.
