@@ -356,10 +356,17 @@ for phase in "$@"; do
       "ard=$(m "ard_s2lr$s2")" "ard_s1=$(m "ard_s2lr${s2}_s1")" "ard_s2=$(m "ard_s2lr${s2}_s2")"
     [[ $want == *" ablations_late "* ]] && report ablations_late common "native=$teacher" "pi4=$(m pi4)" "ard=$(m "ard_lr$lr")" \
       "abl_full=$(m abl_full)" "abl_stage1_only=$(m abl_stage1_only)"
-    # The ablations at LinearARD's chosen setting with seeds (SEEDS, default 0 1 2): one report each,
-    # beside native (the KL) and the main LinearARD row's seeds (final_ard).
+    # The ablations at LinearARD's chosen setting with seeds (SEEDS, default 0 1 2): one short-text
+    # report each beside native (the KL), and with ABLATION_RULER=1 RULER's full task set one report a
+    # model (ruler_<ablation>[_s<k>], as final_reports writes them for the main rows).
     if [[ $want == *" ablations_seeds "* ]]; then
-      for a in ${ABLATIONS:-${!ablation[@]}}; do seeded_specs "$a" "$a"; report "ablation_$a" common "native=$teacher" "${specs[@]}"; done
+      for a in ${ABLATIONS:-${!ablation[@]}}; do
+        seeded_specs "$a" "$a"
+        report "ablation_$a" common "native=$teacher" "${specs[@]}"
+        if [[ -n "${ABLATION_RULER:-}" ]]; then
+          for r in "${specs[@]}"; do report "ruler_${r%%=*}" ruler_full "$r"; done
+        fi
+      done
     fi
     wait
     J="${JOBS:-${#gpus[@]}}"
