@@ -132,19 +132,23 @@ def source_bible():
         yield key, " ".join(verses)
 
 
-def source_jargon(path="/usr/share/doc/jargon-text/jargon.txt.gz", chunk=4096):
-    text = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
-    paragraphs = [re.sub(r"[ \t]+", " ", p).strip() for p in re.split(r"\n\s*\n", text)]
+def paragraph_chunks(paragraphs, chunk=4096):
+    """("chunk-<i>", text) documents of consecutive paragraphs, each closed once it holds >= chunk
+    characters, for sources without sections of their own (a text file, a dictionary)."""
     doc, index = [], 0
     for p in paragraphs:
-        if not p or set(p) <= set("═─- "):
-            continue
         doc.append(p)
         if sum(len(x) for x in doc) >= chunk:
             yield f"chunk-{index}", "\n\n".join(doc)
             doc, index = [], index + 1
     if doc:
         yield f"chunk-{index}", "\n\n".join(doc)
+
+
+def source_jargon(path="/usr/share/doc/jargon-text/jargon.txt.gz", chunk=4096):
+    text = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
+    paragraphs = [re.sub(r"[ \t]+", " ", p).strip() for p in re.split(r"\n\s*\n", text)]
+    yield from paragraph_chunks((p for p in paragraphs if p and not set(p) <= set("═─- ")), chunk)
 
 
 def source_fortunes(folder="/usr/share/games/fortunes"):
