@@ -34,6 +34,10 @@
 # data of scripts/experiment_real_data.py (+ cloze) packed as $DATA (.devdata/real_data.tar.xz).
 #   PREBUILT=.devpack/devbin.tar.xz scripts/experiment_real.sh search seeds eval
 # Runs longer than one device call: scripts/experiment_real_bg.sh starts drivers that outlive the call.
+# The large corpus (scripts/make_corpus_large.sh; 92.7M training tokens, ~68 MiB as .tar.xz) goes in
+# parts: here `experiment_real_data.py build/corpus_large D`, tar D as above, `scripts/device_parts.sh
+# split real_data_large.tar.xz .devdata/large`; there, one part a call, then
+#   DATA="$(scripts/device_parts.sh join .devdata/large ~/linear-ard-parts | tail -1)" EXPERIMENT_DIR=~/real_large ...
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
