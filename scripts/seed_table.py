@@ -2,7 +2,7 @@
 """Mean and 95 % interval over seeds of the reports of `linear-ard eval compare` (issue #15's main
 table, docs/results.md): a model named NAME_s<k> is seed k of NAME, NAME itself seed 0.
 
-    scripts/seed_table.py REPORT.md [REPORT.md ...] [--models NAME ...] [-o TABLE.md]
+    scripts/seed_table.py REPORT.md [REPORT.md ...] [--models NAME ...] [-o TABLE.md] [--plot FIGURE]
 
 Every number column of each section's first table (Perplexity, Tasks, Passkey accuracy, RULER) is
 averaged per NAME over its seeds and printed as "mean ± h", h the half-width of the two-sided 95 %
@@ -64,33 +64,70 @@ def interval(xs):
     return mean, stats.t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
 
 
-def render(columns, values, names):
-    """One markdown table per section: NAME, seeds, then each column as mean ± h."""
-    out = []
+def summary(columns, values, names):
+    """{section: [(NAME, seeds, {column: (mean, half-width or None)}), ...]} in the order of names."""
+    out = {}
     for section, cols in columns.items():
-        rows = []
         for name in names:
             seeds = {}
             for (s, c, model), v in values.items():
                 base, k = seed_of(model)
                 if s == section and base == name:
                     seeds.setdefault(c, {})[k] = v
-            if not seeds:
-                continue
-            n = max(len(v) for v in seeds.values())
+            if seeds:
+                n = max(len(v) for v in seeds.values())
+                out.setdefault(section, []).append(
+                    (name, n, {c: interval(list(seeds[c].values())) for c in cols if seeds.get(c)}))
+    return out
+
+
+def render(columns, summarised):
+    """One markdown table per section: NAME, seeds, then each column as mean ± h."""
+    out = []
+    for section, rows in summarised.items():
+        cols = columns[section]
+        lines = []
+        for name, n, cells_ in rows:
             line = [name, str(n)]
             for c in cols:
-                xs = list(seeds.get(c, {}).values())
-                if not xs:
+                if c not in cells_:
                     line.append("–")
                     continue
-                mean, h = interval(xs)
+                mean, h = cells_[c]
                 line.append(f"{mean:.2f}" if h is None else f"{mean:.2f} ± {h:.2f}")
-            rows.append("| " + " | ".join(line) + " |")
-        if rows:
-            out += [f"## {section} (mean ± 95 % t-interval over seeds)", "",
-                    "| model | seeds | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols), *rows, ""]
+            lines.append("| " + " | ".join(line) + " |")
+        out += [f"## {section} (mean ± 95 % t-interval over seeds)", "",
+                "| model | seeds | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols), *lines, ""]
     return "\n".join(out)
+
+
+def plot(columns, summarised, path):
+    """PATH.png / PATH.svg: a panel per section, a group of bars per column (one bar a model: the mean,
+    with the 95 % interval as an error bar)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    import matplotlib.pyplot as plt
+
+    sections = list(summarised)
+    fig, axes = plt.subplots(len(sections), 1, figsize=(11, 2.8 * len(sections)), squeeze=False)
+    for ax, section in zip(axes[:, 0], sections):
+        rows, cols = summarised[section], columns[section]
+        width = 0.8 / len(rows)
+        for i, (name, n, cells_) in enumerate(rows):
+            xs = [j + (i - (len(rows) - 1) / 2) * width for j, c in enumerate(cols) if c in cells_]
+            means = [cells_[c][0] for c in cols if c in cells_]
+            errs = [cells_[c][1] or 0.0 for c in cols if c in cells_]
+            ax.bar(xs, means, width, yerr=errs, capsize=2, label=f"{name} ({n})")
+        ax.set_xticks(range(len(cols)), cols)
+        ax.set_title(section)
+    axes[0, 0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model (seeds)")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{path}.{ext}.tmp", format=ext)
+        os.replace(f"{path}.{ext}.tmp", f"{path}.{ext}")
+    plt.close(fig)
 
 
 def main():
@@ -98,6 +135,7 @@ def main():
     ap.add_argument("reports", nargs="+", help="REPORT.md of linear-ard eval compare")
     ap.add_argument("--models", nargs="*", help="the rows (NAME, seeds joined), in this order")
     ap.add_argument("-o", "--output", help="also write the tables here")
+    ap.add_argument("--plot", metavar="PATH", help="also draw them: PATH.png and PATH.svg (bars, 95 %% intervals)")
     args = ap.parse_args()
     columns, values = cells(args.reports)
     found = list(dict.fromkeys(seed_of(m)[0] for (_, _, m) in values))
@@ -105,12 +143,15 @@ def main():
     missing = [n for n in names if n not in found]
     if missing:
         sys.exit(f"seed_table: no model {', '.join(missing)} in the reports (found: {', '.join(found)})")
-    text = render(columns, values, names)
+    summarised = summary(columns, values, names)
+    text = render(columns, summarised)
     print(text)
     if args.output:
         with open(args.output + ".tmp", "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(args.output + ".tmp", args.output)
+    if args.plot:
+        plot(columns, summarised, args.plot)
 
 
 if __name__ == "__main__":

@@ -109,3 +109,15 @@ def test_errors_name_the_problem(tmp_path):
     bad.write_text("## Perplexity\n\n| model | PPL@2048 |\n|---|---:|\n| ard | nan |\n")
     r = run(bad)
     assert r.returncode != 0 and "ard" in r.stderr and "PPL@2048" in r.stderr
+
+
+def test_plot_draws_every_section_and_model(tmp_path):
+    rng = random.Random()
+    rows = {"native": rnd(rng), "ard": rnd(rng), "ard_s1": rnd(rng), "cpt_qkv": rnd(rng)}
+    r = run(report(tmp_path / "a.md", rows), "--plot", tmp_path / "fig")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "fig.svg").read_text()
+    for text in ("Perplexity", "Tasks", "RULER", "PPL@2048", "native (1)", "ard (2)", "cpt_qkv (1)"):
+        assert text in svg, text
+    assert not list(tmp_path.glob("*.tmp"))
