@@ -8,7 +8,6 @@ for scripts/make_corpus_large.py. Each source_* yields (name, text) pairs as mak
   source_pod           Perl's POD through pod2text, one document per file
   source_text          plain text manuals (vim's help): paragraphs joined into ~4 KB documents
 """
-import base64
 import gzip
 import os
 import re
