@@ -111,6 +111,53 @@ def interleaved(by_source):
     return [d for _, _, d in sorted(keyed, key=lambda x: (x[0], x[1]))]
 
 
+def text_bytes(pairs):
+    return sum(len(t.encode()) for _, t in pairs)
+
+
+def base_inputs(base, test_sources):
+    """(test documents as (source, text), [(source, (text, held_out) pairs)]) of make_corpus.py's corpus."""
+    docs = [(d, False) for d in jsonl_read(base / "train.jsonl")] + [(d, True) for d in jsonl_read(base / "heldout.jsonl")]
+    test = [(d["source"], d["text"]) for d, _ in docs if d["source"] in test_sources]
+    missing = test_sources - {s for s, _ in test}
+    if missing:
+        raise SystemExit(f"make_corpus_large: {base} has no test source {', '.join(sorted(missing))}")
+    by_source = {}
+    for d, held in docs:
+        if d["source"] not in test_sources:
+            by_source.setdefault(d["source"], []).append((d["text"], held))
+    return test, list(by_source.items())
+
+
+def filtered(source, docs, guard, dedup):
+    """(train, held-out) (source, text) pairs of one source's (text, held_out) documents after the test
+    overlap and duplicate filters, and its manifest entry; prints a line."""
+    train, held, n_read, b_read = [], [], 0, 0
+    for text, is_held in docs:
+        n_read, b_read = n_read + 1, b_read + len(text.encode())
+        text = guard.filter(text)
+        text = text and dedup.filter(text)
+        if text is not None:
+            (held if is_held else train).append((source, text))
+    entry = {"read_documents": n_read, "read_bytes": b_read, "train_documents": len(train), "train_bytes": text_bytes(train),
+             "heldout_documents": len(held), "heldout_bytes": text_bytes(held)}
+    print(f"make_corpus_large: {source:22s} read {b_read / 1e6:7.2f} MB -> train {len(train):6d} docs "
+          f"{text_bytes(train) / 1e6:7.2f} MB | held-out {len(held):5d} docs {text_bytes(held) / 1e6:5.2f} MB", flush=True)
+    return train, held, entry
+
+
+def write(out, train, heldout, manifest):
+    jsonl_write(out / "train.jsonl", train)
+    jsonl_write(out / "heldout.jsonl", heldout)
+    manifest["totals"] = {"train_documents": len(train), "train_bytes": text_bytes(train),
+                          "heldout_documents": len(heldout), "heldout_bytes": text_bytes(heldout)}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    t, d = manifest["totals"], manifest["dropped_paragraphs"]
+    print(f"make_corpus_large: wrote {out}/train.jsonl ({t['train_documents']} docs, {t['train_bytes'] / 1e6:.1f} MB)"
+          f" and heldout.jsonl ({t['heldout_documents']} docs, {t['heldout_bytes'] / 1e6:.2f} MB); dropped "
+          f"{d['duplicate']} duplicate paragraphs, {d['test_overlap']} overlapping the test sources")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("base", help="make_corpus.py's output folder")
@@ -119,60 +166,20 @@ def main():
     ap.add_argument("--heldout-permille", type=int, default=30, help="share of new documents held out, per 1000")
     ap.add_argument("--test-sources", nargs="+", default=["jargon", "gnu-standards"])
     args = ap.parse_args()
-    base, out = Path(args.base), Path(args.out_dir)
+    out, test_sources = Path(args.out_dir), set(args.test_sources)
     out.mkdir(parents=True, exist_ok=True)
-    test_sources = set(args.test_sources)
-
-    base_docs = [(d, False) for d in jsonl_read(base / "train.jsonl")] + [(d, True) for d in jsonl_read(base / "heldout.jsonl")]
-    test = [(d["source"], d["text"]) for d, _ in base_docs if d["source"] in test_sources]
-    missing = test_sources - {s for s, _ in test}
-    if missing:
-        raise SystemExit(f"make_corpus_large: {base} has no test source {', '.join(sorted(missing))}")
-    guard, dedup = Decontaminator(t for _, t in test), ParagraphDedup()
-
-    by_source = {}
-    for d, held in base_docs:
-        if d["source"] not in test_sources:
-            by_source.setdefault(d["source"], []).append((d["text"], held))
-    inputs = [(s, ((t, held) for t, held in docs)) for s, docs in by_source.items()]
+    test, inputs = base_inputs(Path(args.base), test_sources)
     inputs += [(s, ((t, held_out(s, n, args.heldout_permille)) for n, t in docs))
                for s, docs in sources(Path(args.packages))]
-
-    train_by_source, heldout, manifest = [], list(test), {"version": VERSION, "test_sources": sorted(test_sources),
-                                                          "sources": {}}
+    guard, dedup = Decontaminator(t for _, t in test), ParagraphDedup()
+    train_by_source, heldout = [], list(test)
+    manifest = {"version": VERSION, "test_sources": sorted(test_sources), "sources": {}}
     for source, docs in inputs:
-        kept, n_read, b_read, b_held, n_held = [], 0, 0, 0, 0
-        for text, held in docs:
-            n_read, b_read = n_read + 1, b_read + len(text.encode())
-            text = guard.filter(text)
-            text = text and dedup.filter(text)
-            if text is None:
-                continue
-            if held:
-                heldout.append((source, text))
-                n_held, b_held = n_held + 1, b_held + len(text.encode())
-            else:
-                kept.append((source, text))
-        b_train = sum(len(t.encode()) for _, t in kept)
-        train_by_source.append(kept)
-        manifest["sources"][source] = {"read_documents": n_read, "read_bytes": b_read,
-                                       "train_documents": len(kept), "train_bytes": b_train,
-                                       "heldout_documents": n_held, "heldout_bytes": b_held}
-        print(f"make_corpus_large: {source:22s} read {b_read / 1e6:7.2f} MB -> train {len(kept):6d} docs "
-              f"{b_train / 1e6:7.2f} MB | held-out {n_held:5d} docs {b_held / 1e6:5.2f} MB", flush=True)
-
-    train = interleaved(train_by_source)
-    jsonl_write(out / "train.jsonl", train)
-    jsonl_write(out / "heldout.jsonl", heldout)
+        train, held, manifest["sources"][source] = filtered(source, docs, guard, dedup)
+        train_by_source.append(train)
+        heldout += held
     manifest["dropped_paragraphs"] = {"duplicate": dedup.paragraphs_dropped, "test_overlap": guard.paragraphs_dropped}
-    manifest["totals"] = {"train_documents": len(train), "train_bytes": sum(len(t.encode()) for _, t in train),
-                          "heldout_documents": len(heldout),
-                          "heldout_bytes": sum(len(t.encode()) for _, t in heldout)}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    t = manifest["totals"]
-    print(f"make_corpus_large: wrote {out}/train.jsonl ({t['train_documents']} docs, {t['train_bytes'] / 1e6:.1f} MB)"
-          f" and heldout.jsonl ({t['heldout_documents']} docs, {t['heldout_bytes'] / 1e6:.2f} MB); dropped "
-          f"{dedup.paragraphs_dropped} duplicate paragraphs, {guard.paragraphs_dropped} overlapping the test sources")
+    write(out, interleaved(train_by_source), heldout, manifest)
 
 
 if __name__ == "__main__":
