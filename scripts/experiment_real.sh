@@ -16,8 +16,8 @@
 #   budget     the token-efficiency curve: each method at BUDGETS x the paper's budget (default 4;
 #              LinearARD's extra tokens go to stage 2, stage 1 stays 2.26M)
 #   reports    the test-source reports (RULER too) of stage2, stage2_seeds, yarn (one a method),
-#              budget_x<K>, the late ablations and the seeded ablations (one an ablation) (models that
-#              exist only; the others left out and named)
+#              budget_x<K> (or budget_split: one a method and K), the late ablations and the seeded
+#              ablations (one an ablation) (models that exist only; the others left out and named)
 #   settings   the rest of the search, on the validation split beside each method's chosen run (seed 0):
 #              context at the same tokens (batch x ctx fixed), and for LinearARD the relation weights
 #              and the layer scope (last 2); SETTINGS names the variants (default all)
@@ -335,7 +335,7 @@ for phase in "$@"; do
       done
     done
     settle ;;
-  reports)  # REPORTS (default all five; ablations_seeds too) names the reports to write; REPORT_JOBS as below
+  reports)  # REPORTS (default all five; ablations_seeds and budget_split too) names the reports to write; REPORT_JOBS as below
     J="${REPORT_JOBS:-$(( 4 * ${#gpus[@]} ))}"
     lr="$(best ard)" want=" ${REPORTS:-stage2 stage2_seeds yarn budget ablations_late} "
     s2=("native=$teacher" "pi4=$(m pi4)" "s2lr2e-5=$(m "ard_lr$lr")")
@@ -355,6 +355,17 @@ for phase in "$@"; do
       for method in ard cpt cpt_qkv longred; do b+=("${method}_x$k=$(m "${method}_x$k")"); done
       [[ $want == *" budget "* ]] && report "budget_x$k" both "${b[@]}"
     done
+    # budget_split: per method of BUDGET_METHODS and multiple k a short-text report beside native
+    # (budget_x<k>_<method>) and a RULER report (ruler_<method>_x<k>), so that a driver of one
+    # method on its own card reports its runs as soon as they exist (the large corpus's 16x).
+    if [[ $want == *" budget_split "* ]]; then
+      for k in ${BUDGETS:-4}; do
+        for method in ${BUDGET_METHODS:-ard cpt cpt_qkv longred}; do
+          report "budget_x${k}_$method" common "native=$teacher" "${method}_x$k=$(m "${method}_x$k")"
+          report "ruler_${method}_x$k" ruler "${method}_x$k=$(m "${method}_x$k")"
+        done
+      done
+    fi
     s2="$(best stage2)"
     [[ $want == *" stage2_seeds "* && -n "$s2" ]] && report stage2_seeds both "native=$teacher" "pi4=$(m pi4)" \
       "ard=$(m "ard_s2lr$s2")" "ard_s1=$(m "ard_s2lr${s2}_s1")" "ard_s2=$(m "ard_s2lr${s2}_s2")"
