@@ -10,8 +10,9 @@ K is the budget multiple of the report's runs (1, 4, 16: K x the paper's 4.26M t
 A row counts when its model name is a method (ard, cpt, cpt_qkv, longred) optionally followed by
 _x<K> (the names scripts/experiment_real.sh gives); several reports of one K (e.g. the main table
 and its RULER report) merge. Prints one markdown table (PPL @2K, Rec., RULER average per method
-and budget) and with -o draws the three panels against tokens (log axis) as PLOT.svg and PLOT.png,
-with the native and unrestored models of the reports as reference lines.
+and budget, and the KL to native at 2K where the reports have it) and with -o draws each of these
+that has values as a panel against tokens (log axis) as PLOT.svg and PLOT.png, with the native and
+unrestored models of the reports as reference lines.
 """
 import argparse
 import re
@@ -25,7 +26,8 @@ from report_tables import tables  # scripts/report_tables.py: the reports' markd
 METHODS = {"ard": "LinearARD", "ard_tuned": "LinearARD, stage-2 lr searched", "cpt": "CPT (full)",
            "cpt_qkv": "CPT (Q/K/V)", "longred": "LongReD"}
 REFERENCES = ("native", "pi4")
-COLUMNS = {"ppl": ("Perplexity", "PPL@2048"), "rec": ("Tasks", "Rec."), "ruler": ("RULER", "Avg. all")}
+COLUMNS = {"ppl": ("Perplexity", "PPL@2048"), "rec": ("Tasks", "Rec."), "ruler": ("RULER", "Avg. all"),
+           "kl": ("KL to native", "KL@2048")}
 
 
 def cell(sections, section, column, model):
@@ -74,9 +76,12 @@ def points(specs, rename, rec_task=None):
 
 
 def figure(pts, unit):
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    labels = {"ppl": "PPL @2K, unseen sources (log)", "rec": "Rec. % vs native", "ruler": "RULER avg. % (8-32K)"}
-    for ax, key in zip(axes, COLUMNS):
+    keys = [key for key in COLUMNS if any(key in v for v in pts.values())]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.4 * len(keys), 4), squeeze=False)
+    axes = axes[0]
+    labels = {"ppl": "PPL @2K, unseen sources (log)", "rec": "Rec. % vs native", "ruler": "RULER avg. % (8-32K)",
+              "kl": "KL to native @2K (nats/token)"}
+    for ax, key in zip(axes, keys):
         for method, label in METHODS.items():
             xs = sorted((k * unit, v[key]) for (n, k), v in pts.items() if n == method and key in v)
             if xs:
@@ -116,11 +121,11 @@ def main():
     rows = sorted((n, k) for n, k in pts if n in METHODS)
     if not rows:
         sys.exit("budget_curve: no method rows (ard, cpt, cpt_qkv, longred[_xK]) in the reports")
-    print("| method | budget | tokens | PPL @2K | Rec. % | RULER avg. % |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| method | budget | tokens | PPL @2K | Rec. % | RULER avg. % | KL to native @2K |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for n, k in rows:
         v = pts[(n, k)]
-        cells = [f"{v[c]:.2f}" if c in v else "–" for c in COLUMNS]
+        cells = [f"{v[c]:.{3 if c == 'kl' else 2}f}" if c in v else "–" for c in COLUMNS]
         print(f"| {METHODS[n]} | {k}x | {k * args.unit / 1e6:.1f}M | " + " | ".join(cells) + " |")
     if args.plot:
         figure_save(figure(pts, args.unit), args.plot)

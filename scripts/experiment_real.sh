@@ -248,9 +248,12 @@ seeded_specs() {
   for seed in ${SEEDS:-0 1 2}; do specs+=("$1$(seed_suffix "$seed")=$(m "$2$(seed_suffix "$seed")")"); done
 }
 
-# The teacher under PI x4 and YaRN x4, untrained (rows of every report).
+# The teacher under PI x4 and YaRN x4, untrained (rows of every report); under the data lock, since
+# four drivers started together once made the same folders at once (one removed another's model.tmp).
+flock "$data_lock" || exit 1
 scaled pi4 '{"rope_type": "linear", "factor": 4.0}'
 scaled yarn4 '{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}'
+flock -u "$data_lock"
 for phase in "$@"; do
   start=$(date +%s)
   case $phase in

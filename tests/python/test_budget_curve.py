@@ -95,3 +95,25 @@ def test_rec_task_is_that_task_over_native(tmp_path):
     assert abs(got[1] - round(100 * cloze["cpt_qkv_x16"] / cloze["native"], 2)) < 1e-9
     assert table(run(f"16={path}").stdout)[("CPT (Q/K/V)", "16x")][1] == 12.5  # the report's own Rec.
     assert table(run(f"16={path}", "--rec-task", "hellaswag").stdout)[("CPT (Q/K/V)", "16x")][1] is None
+
+
+def test_kl_to_native_column_and_panel(tmp_path):
+    """The KL section of a report with --kl-to native becomes the last column (3 decimals) and a
+    fourth panel; reports without it leave a dash."""
+    rng = random.Random()
+    kl = {m: round(rng.uniform(0.05, 2.0), 4) for m in ("native", "ard_x16", "longred_x16")}
+    a = report(tmp_path / "x16.md", {m: rnd(rng) for m in kl})
+    lines = a.read_text().splitlines()
+    lines += ["", "## KL to native (nats per token, next-token distributions)", "",
+              "| model | KL@2048 | KL@8192 |", "|---|---:|---:|"]
+    lines += [f"| {m} | {v:.4f} | {v / 2:.4f} |" for m, v in kl.items()]
+    a.write_text("\n".join(lines) + "\n")
+    b = report(tmp_path / "x1.md", {"ard": rnd(rng)})
+    r = run(f"16={a}", f"1={b}", "-o", tmp_path / "curve")
+    assert r.returncode == 0, r.stderr
+    last = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line.strip("|").split("|")[-1].strip()
+            for line in r.stdout.splitlines()[2:]}
+    assert last[("LinearARD", "16x")] == f"{kl['ard_x16']:.3f}"
+    assert last[("LongReD", "16x")] == f"{kl['longred_x16']:.3f}"
+    assert last[("LinearARD", "1x")] == "–"
+    assert (tmp_path / "curve.svg").read_text().count("KL to native") >= 1
