@@ -38,6 +38,7 @@
 # parts: here `experiment_real_data.py build/corpus_large D`, tar D as above, `scripts/device_parts.sh
 # split real_data_large.tar.xz .devdata/large`; there, one part a call, then
 #   DATA="$(scripts/device_parts.sh join .devdata/large ~/linear-ard-parts | tail -1)" EXPERIMENT_DIR=~/real_large ...
+# (scripts/experiment_real_large.sh does that for the seventh pass's 1x and 16x runs.)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

@@ -18,6 +18,7 @@ gpu_binaries() {
       fi
       PREBUILT="$dir"
     fi
+    [[ -d "$PREBUILT" ]] || { echo "gpu_binaries: PREBUILT=$PREBUILT is neither a folder nor a .tar.xz of scripts/prebuilt_pack.sh" >&2; return 1; }
     build="$(cd "$PREBUILT" && pwd)" || return 1
     local torch_lib
     # libtorch and the CUDA runtime of the wheel (nvidia/cu13/lib), which the binaries also ask for.
