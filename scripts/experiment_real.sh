@@ -76,8 +76,12 @@ flock -u "$data_lock"
 
 # Per-method settings at the paper's budget. 4096 x 8 x 69 = 2.26M; 32768 x 1 x 61 = 2.0M;
 # 32768 x 1 x 130 = 4.26M; 4096 x 8 x 130 = 4.26M.
+# DATA_SHUFFLE=K: every run draws its blocks from a shuffle buffer of K blocks seeded by its seed
+# (`data_shuffle`, docs/restore.md), so that seeds vary the data order; 0 (the default, and every
+# pass so far) trains the blocks in the files' order, where seeds of full-matrix runs differ only by
+# the GPU's floating-point nondeterminism.
 base=(teacher="$teacher" data="[$data/train.jsonl]" student_rope.rope_type=linear student_rope.factor=4
-      eval_every=0 log_every=10 warmup_steps=5 overwrite=true)
+      eval_every=0 log_every=10 warmup_steps=5 overwrite=true data_shuffle="${DATA_SHUFFLE:-0}")
 ard=(method=ard trainable=qkv ctx_len=4096 batch_size=8 steps=69
      stage2.steps=61 stage2.ctx_len=32768 stage2.batch_size=1 stage2.lr=2.0e-5 stage2.warmup_steps=3)
 cpt=(method=cpt trainable=full ctx_len=32768 batch_size=1 steps=130 stage2.steps=0 stage2.warmup_steps=0)
@@ -327,15 +331,19 @@ for phase in "$@"; do
   budget)
     # k x 4.26M tokens: CPT / CPT-QKV / LongReD take k x 130 steps; LinearARD keeps stage 1 (69 x 8 x
     # 4096) and gives stage 2 the rest (k x 130 - 69 steps of 32768) at its chosen stage-2 rate.
-    # BUDGET_METHODS (default all four) names the methods to train.
+    # BUDGET_METHODS (default all four) names the methods to train, SEEDS (default 0) their seeds
+    # (runs <method>_x<k>[_s<seed>]).
     for k in ${BUDGETS:-4}; do
-      for method in ${BUDGET_METHODS:-ard cpt cpt_qkv longred}; do
-        declare -n settings="$method"
-        if [[ $method == ard ]]; then
-          run "ard_x$k" "${ard[@]}" lr="$(best ard)" stage2.lr="$(best stage2 || echo 2.0e-5)" stage2.steps=$((k * 130 - 69))
-        else
-          run "${method}_x$k" "${settings[@]}" lr="$(best "$method")" steps=$((k * 130))
-        fi
+      for seed in ${SEEDS:-0}; do
+        for method in ${BUDGET_METHODS:-ard cpt cpt_qkv longred}; do
+          declare -n settings="$method"
+          if [[ $method == ard ]]; then
+            run "ard_x$k$(seed_suffix "$seed")" "${ard[@]}" lr="$(best ard)" stage2.lr="$(best stage2 || echo 2.0e-5)" \
+              stage2.steps=$((k * 130 - 69)) seed="$seed"
+          else
+            run "${method}_x$k$(seed_suffix "$seed")" "${settings[@]}" lr="$(best "$method")" steps=$((k * 130)) seed="$seed"
+          fi
+        done
       done
     done
     settle ;;
@@ -359,14 +367,16 @@ for phase in "$@"; do
       for method in ard cpt cpt_qkv longred; do b+=("${method}_x$k=$(m "${method}_x$k")"); done
       [[ $want == *" budget "* ]] && report "budget_x$k" both "${b[@]}"
     done
-    # budget_split: per method of BUDGET_METHODS and multiple k a short-text report beside native
-    # (budget_x<k>_<method>) and a RULER report (ruler_<method>_x<k>), so that a driver of one
-    # method on its own card reports its runs as soon as they exist (the large corpus's 16x).
+    # budget_split: per method of BUDGET_METHODS and multiple k a short-text report of its seeds
+    # (SEEDS, default 0) beside native (budget_x<k>_<method>) and a RULER report a model
+    # (ruler_<method>_x<k>[_s<seed>]), so that a driver of one method on its own card reports its
+    # runs as soon as they exist (the large corpus's 16x).
     if [[ $want == *" budget_split "* ]]; then
       for k in ${BUDGETS:-4}; do
         for method in ${BUDGET_METHODS:-ard cpt cpt_qkv longred}; do
-          report "budget_x${k}_$method" common "native=$teacher" "${method}_x$k=$(m "${method}_x$k")"
-          report "ruler_${method}_x$k" ruler "${method}_x$k=$(m "${method}_x$k")"
+          SEEDS="${SEEDS:-0}" seeded_specs "${method}_x$k" "${method}_x$k"
+          report "budget_x${k}_$method" common "native=$teacher" "${specs[@]}"
+          for r in "${specs[@]}"; do report "ruler_${r%%=*}" ruler "$r"; done
         done
       done
     fi

@@ -10,7 +10,8 @@
 #       scripts/experiment_real_bg.sh wait for them (their logs, summaries and reports to $OUT)
 # METHODS (default ard cpt cpt_qkv longred) one a card of GPUS (default 0 1 2 ...: a 32K run needs
 # a card of its own); RATES (default the 1x choices) METHOD=LR pairs, stage2= LinearARD's stage 2;
-# EXPERIMENT_DIR (default ~/real_large); PREBUILT as for experiment_real.sh. The model comes from
+# EXPERIMENT_DIR (default ~/real_large); PREBUILT, SEEDS (default 0) and DATA_SHUFFLE (default 0; with
+# seeds, e.g. 64, so that they vary the data order) as for experiment_real.sh. The model comes from
 # scripts/device_model.sh (its parts carried in the same calls).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,7 +35,8 @@ start() {
   for i in "${!methods[@]}"; do
     scripts/experiment_real_bg.sh start "large_${methods[$i]}" PREBUILT="${PREBUILT:-.devpack/devbin.tar.xz}" \
       DATA="$data" PASSKEY_SAMPLES=4 RULER_SAMPLES=10 JOBS=1 REPORT_JOBS=4 BUDGETS="${BUDGETS:-1 16}" \
-      REPORTS=budget_split GPUS="${cards[$i]}" BUDGET_METHODS="${methods[$i]}" -- budget reports || exit 1
+      REPORTS=budget_split GPUS="${cards[$i]}" BUDGET_METHODS="${methods[$i]}" SEEDS="${SEEDS:-0}" \
+      DATA_SHUFFLE="${DATA_SHUFFLE:-0}" -- budget reports || exit 1
   done
 }
 

@@ -242,7 +242,8 @@ const std::vector<ConfigField>& config_fields() {
       CONFIG_FIELD("lambda_q", lambda_q, "weight of the Q/Q relation loss (of the attention map with `objective.relations: attention`)"),
       CONFIG_FIELD("lambda_k", lambda_k, "weight of the K/K relation loss"),
       CONFIG_FIELD("lambda_v", lambda_v, "weight of the V/V relation loss"),
-      CONFIG_FIELD("seed", seed, "seeds torch (LoRA init, dropout, LongReD skips); the data order is sequential"),
+      CONFIG_FIELD("seed", seed, "seeds torch (LoRA init, dropout, LongReD skips) and, with `data_shuffle` > 0, the data order; with `data_shuffle` 0 the data order is sequential, and a run that trains full matrices (no LoRA, no dropout, not LongReD) differs from another seed's only by the GPU kernels' floating-point nondeterminism"),
+      CONFIG_FIELD("data_shuffle", data_shuffle, "blocks in the data's shuffle buffer: 0 keeps the files' order; K > 0 draws every training block at random from the stream's next K blocks (std::mt19937_64 seeded by `seed`, stage 2's by `seed` + 1), so that seeds also vary the data order; a resumed run draws the same blocks"),
       CONFIG_FIELD("device", device, "`auto`: cuda if available"),
       CONFIG_FIELD("dtype", dtype, "model dtype; `auto`: bf16 on cuda, fp32 on cpu"),
       CONFIG_FIELD("checkpoint_layers", checkpoint_layers, "recompute the student's layers in backward (activation recomputation)"),
@@ -518,6 +519,7 @@ void schedule_validate(const RestoreConfig& c) {
   check(c.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0: no checkpoints)");
   check(c.stop_after_step >= 0, "stop_after_step", "must be >= 0 (0: run to the end)");
   check(c.eval_every >= 0, "eval_every", "must be >= 0 (0: before and after training only)");
+  check(c.data_shuffle >= 0, "data_shuffle", "must be >= 0 (0: the files' order)");
   check(c.log_every >= 1, "log_every", "must be >= 1");
   check(c.profile_steps >= 0, "profile_steps", "must be >= 0 (0: no profile)");
 }

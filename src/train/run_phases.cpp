@@ -78,6 +78,8 @@ void data_open(RunPlan& plan) {
     plan.blocks1->shard(plan.dist->rank(), plan.world);
     if (plan.blocks2) plan.blocks2->shard(plan.dist->rank(), plan.world);
   }
+  plan.blocks1->shuffle(c.data_shuffle, c.seed);
+  if (plan.blocks2) plan.blocks2->shuffle(c.data_shuffle, c.seed + 1);
 }
 
 void warn(const RunPlan& plan, const std::string& what) {

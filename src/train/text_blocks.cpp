@@ -147,10 +147,27 @@ void TextBlocks::shard(int64_t rank, int64_t world) {
   shard_world_ = world;
 }
 
+void TextBlocks::shuffle(int64_t buffer, uint64_t seed) {
+  if (buffer < 0) throw std::invalid_argument("data: shuffle buffer " + std::to_string(buffer) + " must be >= 0");
+  shuffle_buffer_ = buffer;
+  shuffle_rng_.seed(seed);
+  pool_.clear();
+}
+
 std::vector<int32_t> TextBlocks::next() {
-  for (int64_t r = 0; r < shard_rank_; ++r) stream_next();
-  std::vector<int32_t> block = stream_next();
-  for (int64_t r = shard_rank_ + 1; r < shard_world_; ++r) stream_next();
+  for (int64_t r = 0; r < shard_rank_; ++r) shuffled_next();
+  std::vector<int32_t> block = shuffled_next();
+  for (int64_t r = shard_rank_ + 1; r < shard_world_; ++r) shuffled_next();
+  return block;
+}
+
+std::vector<int32_t> TextBlocks::shuffled_next() {
+  if (shuffle_buffer_ == 0) return stream_next();
+  while (static_cast<int64_t>(pool_.size()) < shuffle_buffer_) pool_.push_back(stream_next());
+  const auto j = static_cast<size_t>(shuffle_rng_() % pool_.size());
+  std::swap(pool_[j], pool_.back());
+  std::vector<int32_t> block = std::move(pool_.back());
+  pool_.pop_back();
   return block;
 }
 

@@ -195,6 +195,55 @@ def test_resume_is_bit_for_bit(setup):
     assert all(torch.equal(a[n], b[n]) for n in a)
 
 
+def block_losses(setup, count):
+    """The initial student's LM loss (transformers) on each of the first `count` training blocks of
+    the stream, in the stream's order (block 0 of the .npy is held out)."""
+    root, models = setup[0], setup[3]
+    ids = torch.from_numpy(np.load(root / "ids.npy").astype(np.int64))
+    with torch.no_grad():
+        return [models["student"](b.unsqueeze(0), labels=b.unsqueeze(0)).loss.item()
+                for b in (ids[CTX * i:CTX * (i + 1)] for i in range(1, count + 1))]
+
+
+def test_data_shuffle_draws_from_the_buffer_by_seed(setup):
+    """With data_shuffle=K each step trains a block drawn from the stream's next K blocks: with an lr
+    too small to move fp32 weights, step i's CPT loss is the initial student's loss on its block, so
+    the blocks are identified by transformers' losses of the stream's blocks. The draws are distinct,
+    the i-th lies within the first i + K - 1 blocks, the seed changes them, and data_shuffle=0 keeps
+    the stream's order."""
+    steps, k = 12, 5
+    common = ("method=cpt", f"steps={steps}", "lr=1e-30", "warmup_steps=0")
+    reference = block_losses(setup, steps + k)
+
+    def drawn(*overrides):
+        _, records = run(setup, "shuffle", *common, *overrides)
+        out = []
+        for r in records:
+            match = [i for i, loss in enumerate(reference) if loss == pytest.approx(r["loss_lm"], rel=1e-5)]
+            assert len(match) == 1, (r, match)
+            out.append(match[0])
+        return out
+
+    assert drawn() == list(range(steps))
+    first = drawn(f"data_shuffle={k}", "seed=1")
+    assert len(set(first)) == steps and all(b <= i + k - 1 for i, b in enumerate(first))
+    assert first != list(range(steps))
+    assert drawn(f"data_shuffle={k}", "seed=1") == first
+    assert drawn(f"data_shuffle={k}", "seed=2") != first
+
+
+def test_resume_with_data_shuffle_is_bit_for_bit(setup):
+    common = ("steps=4", "stage2.steps=2", f"stage2.ctx_len={2 * CTX}", "checkpoint_every=2", "data_shuffle=3", "seed=5")
+    straight, s_steps = run(setup, "shuffle_straight", *common)
+    resumed, _ = run(setup, "shuffle_resumed", *common, "stop_after_step=3")
+    root, _, config, _, _ = setup
+    r = restore(config, f"output={resumed}", *common, "resume=true")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r_steps = [json.loads(line) for line in (resumed / "metrics.jsonl").read_text().splitlines()]
+    keys = ("step", "stage", "loss", "grad_norm", "lr", "tokens")
+    assert [[x[k] for k in keys] for x in r_steps if not x.get("eval")] == [[x[k] for k in keys] for x in s_steps]
+
+
 def test_curves_plotted_after_the_run(setup, monkeypatch):
     """`linear-ard restore` draws training_curves.png / .svg with scripts/plot.py when it is done."""
     monkeypatch.setenv("LINEAR_ARD_NO_PLOT", "0")
@@ -214,6 +263,7 @@ def test_curves_plotted_after_the_run(setup, monkeypatch):
     ("trainable=lora", "config key 'trainable'"),
     ("save_adapters=true", "config key 'save_adapters'"),
     ("method=distill", "config key 'method'"),
+    ("data_shuffle=-1", "config key 'data_shuffle' must be >= 0"),
     (f"stage2.ctx_len={CTX * FACTOR * 2}", "config key 'stage2.ctx_len'"),
     ("lora.rank=0", "config key 'lora.rank'"),
 ])

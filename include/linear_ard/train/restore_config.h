@@ -116,6 +116,7 @@ struct RestoreConfig {
   double lambda_k = 1.0;
   double lambda_v = 1.0;
   uint64_t seed = 0;
+  int64_t data_shuffle = 0;  // blocks in the data's shuffle buffer (0: the files' order)
   RunDevice device = RunDevice::kAuto;
   RunDtype dtype = RunDtype::kAuto;
   bool checkpoint_layers = false;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ class TextBlocks {
   // (passes included): the disjoint shard of one of `world` data-parallel ranks. The union over
   // ranks of their k-th group of blocks is the single stream's k-th group of `world` blocks.
   void shard(int64_t rank, int64_t world);
+  // Makes next() draw each block of the training stream at random from a pool of the stream's next
+  // `buffer` blocks (std::mt19937_64 seeded by `seed`), as a streaming shuffle buffer does, so that
+  // the seed also varies the data order; 0 (the default) keeps the stream's order. The draws depend
+  // only on (buffer, seed), so a resumed run that replays its blocks gets the same ones, and the
+  // shuffle is of the unsharded stream, so ranks stay disjoint. Throws for buffer < 0.
+  void shuffle(int64_t buffer, uint64_t seed);
   // Completed passes over the data (epochs) so far.
   int64_t passes() const { return passes_; }
 
@@ -58,6 +65,8 @@ class TextBlocks {
   bool block_take(std::vector<int32_t>& block);
   // The next block of the whole (unsharded) training stream.
   std::vector<int32_t> stream_next();
+  // The next block of that stream after the shuffle (stream_next's when there is none).
+  std::vector<int32_t> shuffled_next();
 
   std::vector<io::TextSource> files_;
   const io::Tokenizer& tokenizer_;
@@ -75,6 +84,9 @@ class TextBlocks {
   int64_t npy_read_ = 0;      // ids read from it (error positions)
   int64_t passes_ = 0;
   int64_t shard_rank_ = 0, shard_world_ = 1;
+  int64_t shuffle_buffer_ = 0;
+  std::mt19937_64 shuffle_rng_;
+  std::vector<std::vector<int32_t>> pool_;  // the shuffle's blocks, read ahead of the draws
 };
 
 }  // namespace linear_ard::train
