@@ -427,18 +427,22 @@ for phase in "$@"; do
     # to native; final_<method>), and RULER's full task set (RULER_FINAL_TASKS, RULER_FINAL_SAMPLES a
     # cell) one report per model (ruler_<model>), so that they run side by side: generation at batch 1
     # is bound by the host, not the card. REPORT_JOBS: reports at once (default four a card).
+    # Every short-text report is queued before the first RULER report: when a call's time runs out,
+    # the reports left undone are RULER's, not a method's whole row (the eighth pass lost LongReD's).
     J="${REPORT_JOBS:-$(( 4 * ${#gpus[@]} ))}"
+    rulers=()
     for method in ${FINAL_METHODS:-ard cpt_qkv cpt longred ref}; do
       if [[ $method == ref ]]; then
         report final_ref common "native=$teacher" "pi4=$(m pi4)" "yarn4=$(m yarn4)"
-        for r in "native=$teacher" "yarn4=$(m yarn4)"; do report "ruler_${r%%=*}" ruler_full "$r"; done
+        rulers+=("native=$teacher" "yarn4=$(m yarn4)")
         continue
       fi
       specs=()
       for seed in 0 1 2; do specs+=("$method$(seed_suffix "$seed")=$(final_model "$method" "$seed")"); done
       report "final_$method" common "native=$teacher" "${specs[@]}"
-      for r in "${specs[@]}"; do report "ruler_${r%%=*}" ruler_full "$r"; done
+      rulers+=("${specs[@]}")
     done
+    for r in "${rulers[@]}"; do report "ruler_${r%%=*}" ruler_full "$r"; done
     wait
     J="${JOBS:-${#gpus[@]}}"
     tail -n 2 "$E"/logs/eval_final*.log "$E"/logs/eval_ruler_*.log ;;
