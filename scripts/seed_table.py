@@ -8,8 +8,10 @@ Every number column of each section's first table (Perplexity, Tasks, Passkey ac
 averaged per NAME over its seeds and printed as "mean ± h", h the half-width of the two-sided 95 %
 Student-t interval over the seeds (n - 1 degrees of freedom); one seed prints its value alone. A
 cell of a model found in several reports comes from the first report that has it (list the newer
-reports first). Derived columns (Avg., Rec.: relative to each report's own first model) are left
-out; "Avg. all" (RULER's mean over lengths) is kept. --models limits and orders the rows.
+reports first). Avg. (the mean of the task columns, which are averaged already) is left out; Rec.
+(relative to its report's first model) is kept only from tables whose first model is --reference
+(default native), so that each seed's Rec. is against the native model, as the paper defines it;
+"Avg. all" (RULER's mean over lengths) is kept. --models limits and orders the rows.
 """
 
 import argparse
@@ -26,7 +28,15 @@ from report_tables import tables  # scripts/report_tables.py: the reports' markd
 DERIVED = {"Avg.", "Rec."}
 
 
-def cells(paths):
+def kept(column, rows, reference):
+    """Whether a column of a table goes into the summary: not a derived one, but Rec. where the
+    table's first model (what Rec. is relative to) is the reference."""
+    if column == "Rec.":
+        return bool(rows) and rows[0].get("model") == reference
+    return column != "model" and column not in DERIVED
+
+
+def cells(paths, reference="native"):
     """({section: [column, ...]}, {(section, column, model): value}): columns in the order first seen;
     a (section, column, model) keeps the first report's number."""
     columns, values = {}, {}
@@ -36,7 +46,7 @@ def cells(paths):
             for row in rows:
                 model = row.get("model")
                 for column, cell in row.items():
-                    if model is None or column == "model" or column in DERIVED:
+                    if model is None or not kept(column, rows, reference):
                         continue
                     try:
                         v = float(cell)
@@ -136,8 +146,10 @@ def main():
     ap.add_argument("--models", nargs="*", help="the rows (NAME, seeds joined), in this order")
     ap.add_argument("-o", "--output", help="also write the tables here")
     ap.add_argument("--plot", metavar="PATH", help="also draw them: PATH.png and PATH.svg (bars, 95 %% intervals)")
+    ap.add_argument("--reference", default="native",
+                    help="Rec. is kept from tables whose first model has this name (default native)")
     args = ap.parse_args()
-    columns, values = cells(args.reports)
+    columns, values = cells(args.reports, args.reference)
     found = list(dict.fromkeys(seed_of(m)[0] for (_, _, m) in values))
     names = args.models or found
     missing = [n for n in names if n not in found]

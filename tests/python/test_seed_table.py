@@ -1,7 +1,7 @@
 """scripts/seed_table.py: means and 95 % t-intervals over seeds of `linear-ard eval compare` markdown
 reports (the layout of the files in docs/results/real, filled with fresh random numbers), checked
-against numpy and scipy's own interval; a model's cells from the first report that has it, derived
-columns left out, --models, and errors naming the bad input."""
+against numpy and scipy's own interval; a model's cells from the first report that has it, Avg. left
+out, Rec. kept only against the reference model, --models, and errors naming the bad input."""
 import random
 import sys
 from pathlib import Path
@@ -14,13 +14,14 @@ from script_tool import script_run  # noqa: E402
 
 
 def report(path, rows):
-    """rows = {model: (ppl2k, ppl8k, cloze, ruler8k)}; Rec. and a per-task RULER table as in the real files."""
+    """rows = {model: (ppl2k, ppl8k, cloze, ruler8k[, rec])}; Rec. (55 when not given) and a per-task
+    RULER table as in the real files."""
     lines = ["## Perplexity", "", "| model | PPL@2048 | PPL@8192 |", "|---|---:|---:|"]
-    lines += [f"| {m} | {a:.3f} | {b:.3f} |" for m, (a, b, _, _) in rows.items()]
+    lines += [f"| {m} | {r[0]:.3f} | {r[1]:.3f} |" for m, r in rows.items()]
     lines += ["", "## Tasks (%, Rec. against native)", "", "| model | cloze | Avg. | Rec. |", "|---|---:|---:|---:|"]
-    lines += [f"| {m} | {c:.2f} | {c:.2f} | 55.00 |" for m, (_, _, c, _) in rows.items()]
+    lines += [f"| {m} | {r[2]:.2f} | {r[2]:.2f} | {(r[4] if len(r) > 4 else 55.0):.2f} |" for m, r in rows.items()]
     lines += ["", "## RULER (%)", "", "| model | 8192 | Avg. all |", "|---|---:|---:|"]
-    lines += [f"| {m} | {u:.1f} | {u:.1f} |" for m, (_, _, _, u) in rows.items()]
+    lines += [f"| {m} | {r[3]:.1f} | {r[3]:.1f} |" for m, r in rows.items()]
     lines += ["", "| task | a 8192 |", "|---|---:|", "| niah_single_1 | 99.0 |"]
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -50,7 +51,7 @@ def parsed(stdout):
 
 
 def rnd(rng):
-    return (rng.uniform(20, 200), rng.uniform(20, 200), rng.uniform(0, 30), rng.uniform(0, 100))
+    return (rng.uniform(20, 200), rng.uniform(20, 200), rng.uniform(0, 30), rng.uniform(0, 100), rng.uniform(50, 110))
 
 
 def expected(xs):
@@ -78,7 +79,9 @@ def test_means_and_intervals_against_scipy(tmp_path):
     mean, half = expected([round(s[2], 2) for s in seeds])
     assert abs(got[("Tasks", "ard")]["cloze"][0] - mean) < 0.006 and abs(got[("Tasks", "ard")]["cloze"][1] - half) < 0.006
     assert got[("Perplexity", "native")]["seeds"] == 1 and got[("Perplexity", "native")]["PPL@2048"][1] is None
-    assert "Rec." not in got[("Tasks", "ard")] and "Avg." not in got[("Tasks", "ard")]
+    assert "Avg." not in got[("Tasks", "ard")]
+    mean, half = expected([round(s[4], 2) for s in seeds])  # Rec.: this report's first model is native
+    assert abs(got[("Tasks", "ard")]["Rec."][0] - mean) < 0.006 and abs(got[("Tasks", "ard")]["Rec."][1] - half) < 0.006
     assert "Avg. all" in got[("RULER", "ard")]
     assert ("RULER", "niah_single_1") not in got  # only each section's first table
 
@@ -95,7 +98,19 @@ def test_first_report_wins_and_models_order(tmp_path):
     assert abs(got[("Perplexity", "cpt")]["PPL@2048"][0] - round(old["cpt"][0], 3)) < 0.006
     body = [line.split("|")[1].strip() for line in r.stdout.split("## Tasks")[0].splitlines() if line.startswith("| ")]
     assert body[1:] == ["cpt", "ard"]
+    assert "Rec." not in got[("Tasks", "ard")]  # neither report's first model is native
     assert (tmp_path / "t.md").read_text().rstrip("\n") == r.stdout.rstrip("\n")
+
+
+def test_rec_against_another_reference(tmp_path):
+    rng = random.Random()
+    rows = {"base": rnd(rng), "ard": rnd(rng), "ard_s1": rnd(rng)}
+    assert "Rec." not in parsed(run(report(tmp_path / "a.md", rows)).stdout)[("Tasks", "ard")]
+    r = run(tmp_path / "a.md", "--reference", "base")
+    assert r.returncode == 0, r.stderr
+    mean, half = expected([round(rows[m][4], 2) for m in ("ard", "ard_s1")])
+    got = parsed(r.stdout)[("Tasks", "ard")]["Rec."]
+    assert abs(got[0] - mean) < 0.006 and abs(got[1] - half) < 0.006
 
 
 def test_errors_name_the_problem(tmp_path):
