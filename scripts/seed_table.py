@@ -121,6 +121,12 @@ def plot(columns, summarised, path):
     import matplotlib.pyplot as plt
 
     sections = list(summarised)
+    # One colour a model in every panel (a section without some model, e.g. RULER without PI x4, must
+    # not shift the others' colours), and one legend entry a model.
+    names = list(dict.fromkeys(name for rows in summarised.values() for name, _, _ in rows))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {name: palette[i % len(palette)] for i, name in enumerate(names)}
+    legend = {}
     fig, axes = plt.subplots(len(sections), 1, figsize=(11, 2.8 * len(sections)), squeeze=False)
     for ax, section in zip(axes[:, 0], sections):
         rows, cols = summarised[section], columns[section]
@@ -129,10 +135,12 @@ def plot(columns, summarised, path):
             xs = [j + (i - (len(rows) - 1) / 2) * width for j, c in enumerate(cols) if c in cells_]
             means = [cells_[c][0] for c in cols if c in cells_]
             errs = [cells_[c][1] or 0.0 for c in cols if c in cells_]
-            ax.bar(xs, means, width, yerr=errs, capsize=2, label=f"{name} ({n})")
+            bars = ax.bar(xs, means, width, yerr=errs, capsize=2, color=colour[name])
+            legend.setdefault(name, (f"{name} ({n})", bars))
         ax.set_xticks(range(len(cols)), cols)
         ax.set_title(section)
-    axes[0, 0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model (seeds)")
+    axes[0, 0].legend([bars for _, bars in legend.values()], [label for label, _ in legend.values()], fontsize="small", loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0), title="model (seeds)")
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(f"{path}.{ext}.tmp", format=ext)

@@ -4,6 +4,7 @@ against numpy and scipy's own interval; a model's cells from the first report th
 out, Rec. kept only against the reference model, --models, and errors naming the bad input."""
 import random
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +137,41 @@ def test_plot_draws_every_section_and_model(tmp_path):
     for text in ("Perplexity", "Tasks", "RULER", "PPL@2048", "native (1)", "ard (2)", "cpt_qkv (1)"):
         assert text in svg, text
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def bar_colours(svg):
+    """[{fill colour of the bars} per axes] of a matplotlib SVG (the axes' white background left out)."""
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    out = []
+    for axes in ET.parse(svg).getroot().iterfind(".//s:g[@id]", ns):
+        if not axes.get("id").startswith("axes_"):
+            continue
+        fills = set()
+        for patch in axes.iterfind("s:g", ns):
+            if patch.get("id", "").startswith("patch_"):
+                for path in patch.iterfind("s:path", ns):
+                    style = dict(kv.split(":", 1) for kv in path.get("style", "").replace(" ", "").split(";") if kv)
+                    if style.get("fill", "none") not in ("none", "#ffffff"):
+                        fills.add(style["fill"])
+        out.append(fills)
+    return out
+
+
+def test_plot_keeps_a_model_colour_in_every_panel(tmp_path):
+    """A section without some models (RULER without native and ard here) draws the others in their own
+    colours, not in the first colours of the cycle."""
+    rng = random.Random()
+    a = tmp_path / "a.md"
+    a.write_text("## Perplexity\n\n| model | PPL@2048 |\n|---|---:|\n"
+                 + "".join(f"| {m} | {rng.uniform(20, 200):.3f} |\n" for m in ("native", "ard", "cpt_qkv")))
+    b = tmp_path / "b.md"
+    b.write_text(f"## RULER (%)\n\n| model | 8192 |\n|---|---:|\n| cpt_qkv | {rng.uniform(1, 99):.1f} |\n")
+    r = run(a, b, "--plot", tmp_path / "fig")
+    assert r.returncode == 0, r.stderr
+    ppl, ruler = bar_colours(tmp_path / "fig.svg")
+    assert len(ppl) == 3 and len(ruler) == 1
+    import matplotlib.colors
+    import matplotlib.pyplot as plt  # the cycle seed_table draws from
+
+    cycle = [matplotlib.colors.to_hex(c) for c in plt.rcParams["axes.prop_cycle"].by_key()["color"]]
+    assert ruler == {cycle[2]} and ppl == set(cycle[:3])
