@@ -139,8 +139,9 @@ def plot(columns, summarised, path):
             legend.setdefault(name, (f"{name} ({n})", bars))
         ax.set_xticks(range(len(cols)), cols)
         ax.set_title(section)
-    axes[0, 0].legend([bars for _, bars in legend.values()], [label for label, _ in legend.values()], fontsize="small", loc="upper left",
-                      bbox_to_anchor=(1.01, 1.0), title="model (seeds)")
+    handles, labels = [bars for _, bars in legend.values()], [label for label, _ in legend.values()]
+    axes[0, 0].legend(handles, labels, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      title="model (seeds)")
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(f"{path}.{ext}.tmp", format=ext)
