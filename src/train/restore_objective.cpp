@@ -48,28 +48,31 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
   ops::RelationLossOptions rel = ctx.loss_options;
   if (attention) rel.lambda_q = rel.lambda_k = 0;  // Q/Q and K/K give way to the attention map
   torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kFloat).device(ids.device()));
-  torch::Tensor per = torch::zeros({3}, torch::kDouble);
-  double attention_sum = 0;
+  // The logged parts add up on the device and come to the host once, after the loop: a copy a layer
+  // would make the host wait for every layer's kernels before it launches the next layer's.
+  torch::Tensor per = torch::zeros({3}, torch::TensorOptions(torch::kDouble).device(ids.device()));
+  torch::Tensor attention_sum = torch::zeros({}, per.options());
   for (int64_t l : ctx.layers) {
     const model::LayerQkv& tq = t.qkv.at(l);
     const model::LayerQkv& sq = s.qkv.at(l);
     if (rel.lambda_q + rel.lambda_k + rel.lambda_v > 0) {
       const ops::RelationLoss loss = ops::relation_loss({sq.q, sq.k, sq.v}, {tq.q, tq.k, tq.v}, rel);
       total = total + loss.total.to(torch::kFloat);
-      per += loss.relation_losses.detach().to(torch::kCPU, torch::kDouble);
+      per += loss.relation_losses.detach().to(torch::kDouble);
     }
     if (attention && ctx.loss_options.lambda_q > 0) {
       const auto kl = std::get<0>(ops::relation_kl(sq.q, sq.k, tq.q, tq.k, rel.key_mask, /*causal=*/true));
       const auto a = ops::relation_kl_row_mean(kl, rel.key_mask).to(torch::kFloat);
       total = total + ctx.loss_options.lambda_q * a;
-      attention_sum += a.item<double>();
+      attention_sum += a.detach().to(torch::kDouble);
     }
   }
   const double n_layers = static_cast<double>(ctx.layers.size());
   total = total / n_layers;
+  per = per.to(torch::kCPU);
   ObjectiveLoss out;
   if (attention) {
-    out.parts["loss_attention"] = attention_sum / n_layers;
+    out.parts["loss_attention"] = attention_sum.item<double>() / n_layers;
   } else {
     out.parts["loss_q"] = per[0].item<double>() / n_layers;
     out.parts["loss_k"] = per[1].item<double>() / n_layers;
