@@ -25,15 +25,12 @@ from scipy import stats
 
 from report_tables import tables  # scripts/report_tables.py: the reports' markdown tables
 
-DERIVED = {"Avg.", "Rec."}
-
-
 def kept(column, rows, reference):
-    """Whether a column of a table goes into the summary: not a derived one, but Rec. where the
-    table's first model (what Rec. is relative to) is the reference."""
+    """Whether a column of a table goes into the summary: every number column but Avg., and Rec. only
+    where the table's first model (what Rec. is relative to) is the reference."""
     if column == "Rec.":
         return bool(rows) and rows[0].get("model") == reference
-    return column != "model" and column not in DERIVED
+    return column not in ("model", "Avg.")
 
 
 def cells(paths, reference="native"):

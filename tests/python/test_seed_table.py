@@ -7,6 +7,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import matplotlib.colors
+import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
@@ -170,8 +172,5 @@ def test_plot_keeps_a_model_colour_in_every_panel(tmp_path):
     assert r.returncode == 0, r.stderr
     ppl, ruler = bar_colours(tmp_path / "fig.svg")
     assert len(ppl) == 3 and len(ruler) == 1
-    import matplotlib.colors
-    import matplotlib.pyplot as plt  # the cycle seed_table draws from
-
     cycle = [matplotlib.colors.to_hex(c) for c in plt.rcParams["axes.prop_cycle"].by_key()["color"]]
     assert ruler == {cycle[2]} and ppl == set(cycle[:3])
