@@ -5,6 +5,9 @@
 // Only the winners live in the library (src/core/cuda); the others stay here, runnable.
 //   forward   1  SIMT: a warp per row, fp32 (the library's fp32 path and fallback)
 //             2  mma.sync, 64 rows x 32-key tiles, both LSEs and the KL in one pass (the library's)
+//             3  2 software-pipelined: S of key tile t+1 issued before the softmax of tile t; X in
+//                registers, 2 CTAs/SM (D <= 128; relation_kl_fwd_pipelined.cuh)
+//             4  3 with X read from shared memory per k-step, 3 CTAs/SM (D <= 128)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -25,6 +28,7 @@
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_wgmma.cuh"                // defines: BwdWgmmaTile, BwdPos, BwdRowStats
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
+#include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
 #include "relation_kl_launch.h"                     // defines: relation_kl_sm90a_available
 
@@ -298,6 +302,30 @@ bool backward_v3(const RelationKLParams& p) {
   return true;
 }
 
+// Versions 3 (kXRegs) and 4 on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false where
+// they cannot run.
+template <bool kXRegs>
+bool forward_pipelined(const RelationKLParams& p) {
+  const int d = std::max(p.student.head_dim, p.teacher.head_dim);
+  if ((p.dtype != DType::kBF16 && p.dtype != DType::kF16) || d > 128) return false;
+  relation_kl_check(p, false);
+  if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return true;
+  const size_t e = dtype_size(p.dtype);
+  const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
+  auto by_type = [&](auto t) {
+    using T = decltype(t);
+    if (d <= 64) return cuda::relation_kl_fwd_pipe_launch<T, 64, kXRegs>(p, vs, vt);
+    if (d <= 96) return cuda::relation_kl_fwd_pipe_launch<T, 96, kXRegs>(p, vs, vt);
+    cuda::relation_kl_fwd_pipe_launch<T, 128, kXRegs>(p, vs, vt);
+  };
+  if (p.dtype == DType::kBF16) {
+    by_type(__nv_bfloat16{});
+  } else {
+    by_type(__half{});
+  }
+  return true;
+}
+
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).
 struct Version {
   int number;
@@ -320,6 +348,8 @@ const std::vector<Version>& forward_versions() {
          relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kMmaSync);
          return true;
        }},
+      {3, "mma.sync pipelined, X in registers", forward_pipelined<true>},
+      {4, "mma.sync pipelined, X in shared memory", forward_pipelined<false>},
   };
   return v;
 }
