@@ -183,12 +183,14 @@ __device__ __forceinline__ void fwd_pipe_store(const RelationKLParams& p, FwdRow
 // pair of S accumulators. Iteration t holds S(t) in registers (computed one iteration earlier):
 //   barrier (Y(t+1) visible; every warp is done with the GEMM of S(t), so its stage takes Y(t+2)),
 //   S(t+1) = X Y(t+1)^T on the tensor cores, then the softmax/KL update of S(t).
-// Both halves sit in one basic block and do not depend on each other, so ptxas interleaves the
-// HMMAs of t+1 with the FMNMX/MUFU/FFMA of t: mma.sync issues in order, and without the interleave
-// a warp would stall on its 64 HMMAs before reaching the exponentials. The two accumulator sets
-// trade roles every iteration; the loop is unrolled by two so that no copy is needed.
-// The GEMM after the last tile reads a stage holding an earlier tile, or the zero rows past n that
-// the prologue's unconditional load of tile 1 wrote: finite, and never used.
+// On unmasked tiles both halves sit in one basic block and do not depend on each other, so ptxas
+// interleaves the HMMAs of t+1 with the FMNMX/MUFU/FFMA of t: mma.sync issues in order, and without
+// the interleave a warp stalls on its 64 HMMAs before reaching the exponentials. (On masked tiles
+// the key-mask reads branch, so the GEMM stays ahead of the update, as in version 2.) The two
+// accumulator sets trade roles every iteration; the loop is unrolled by two so that no copy is
+// needed. The GEMM after the last tile reads a stage holding an earlier tile, or the zero rows past
+// n that the prologue's unconditional load of tile 1 wrote (never uninitialised memory); its result
+// is never used: one wasted GEMM per CTA instead of a branch that would split the basic block.
 template <typename T, int D, bool kXRegs>
 __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdPipeTile<D, kXRegs>::kMinBlocks)
     relation_kl_fwd_pipe_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
