@@ -12,6 +12,8 @@
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
 //             4  3 with dY += dZ^T X_s on warpgroup MMA too (the library's on sm_90a)
+//             5  4 with the dY wgmma left in flight across the next barrier, three X stages
+//                (D <= 128; relation_kl_bwd_inflight.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
@@ -21,11 +23,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "linear_ard/core/relation_kl.h"
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
+#include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_wgmma.cuh"                // defines: BwdWgmmaTile, BwdPos, BwdRowStats
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
@@ -280,19 +284,29 @@ using namespace linear_ard;
 
 namespace {
 
-// Version 3 on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false where it cannot run.
-bool backward_v3(const RelationKLParams& p) {
+// Versions 3 and 5 (kInflight) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
+// where they cannot run.
+template <bool kInflight>
+bool backward_sm90a_dev(const RelationKLParams& p) {
   const int d = std::max(p.student.head_dim, p.teacher.head_dim);
   if ((p.dtype != DType::kBF16 && p.dtype != DType::kF16) || d > 128) return false;
   const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
   cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)), "zero dx");
   const size_t e = dtype_size(p.dtype);
   const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
-  auto by_type = [&](auto t) {
+  auto launch = [&](auto t, auto dim) {
     using T = decltype(t);
-    if (d <= 64) return cuda::relation_kl_bwd_wgmma_st_launch<T, 64>(p, vs, vt);
-    if (d <= 96) return cuda::relation_kl_bwd_wgmma_st_launch<T, 96>(p, vs, vt);
-    cuda::relation_kl_bwd_wgmma_st_launch<T, 128>(p, vs, vt);
+    constexpr int D = decltype(dim)::value;
+    if constexpr (kInflight) {
+      cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
+    } else {
+      cuda::relation_kl_bwd_wgmma_st_launch<T, D>(p, vs, vt);
+    }
+  };
+  auto by_type = [&](auto t) {
+    if (d <= 64) return launch(t, std::integral_constant<int, 64>{});
+    if (d <= 96) return launch(t, std::integral_constant<int, 96>{});
+    launch(t, std::integral_constant<int, 128>{});
   };
   if (p.dtype == DType::kBF16) {
     by_type(__nv_bfloat16{});
@@ -365,13 +379,18 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kMmaSync);
          return true;
        }},
-      {3, "wgmma S^T", [](const RelationKLParams& p) { return cuda::relation_kl_sm90a_available() && backward_v3(p); }},
+      {3, "wgmma S^T", [](const RelationKLParams& p) {
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<false>(p);
+       }},
       {4, "wgmma S^T + dY", [](const RelationKLParams& p) {
          if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
            return false;
          }
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
+       }},
+      {5, "wgmma S^T + dY, dY in flight", [](const RelationKLParams& p) {
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<true>(p);
        }},
   };
   return v;
