@@ -1,6 +1,7 @@
-// Forward version 5 of dev/cuda: both logit GEMMs on warpgroup MMA (sm_90a), software-pipelined as
-// FlashAttention-3 does: each consumer warpgroup issues the wgmmas of key tile t+1 (one commit
-// group) before the online-softmax/KL update of tile t, and waits for them only one tile later.
+// Forward version 5 of dev/cuda: both logit GEMMs on warpgroup MMA (sm_90a), software-pipelined in
+// the manner of FlashAttention-3's consumers: each warpgroup issues the wgmmas of key tiles t and
+// t+1 (two commit groups), waits for the first only, and does the online-softmax/KL update of tile
+// t while the tensor cores run tile t+1.
 #pragma once
 
 #include <type_traits>
