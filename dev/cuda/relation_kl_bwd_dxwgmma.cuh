@@ -226,10 +226,8 @@ __global__ void __launch_bounds__(BwdDxWgmmaTile<D>::kThreads, 1)
   auto dx_out = [&](BwdPos q, const float(&c)[XC / 8][4]) {
     float* dx_head = p.dx + (b * p.heads + q.h) * n * ds;
     if (dx_bulk) {
-      // The bulk copies of this warp's previous tile have read its staging rows (they were issued
-      // one iteration ago; this wait is expected to find them done).
-      bulk_wait_all<true>();
-      __syncwarp();
+      // The staging rows are free: the bulk copies of this warp's previous tile were waited for
+      // (read side) before the barrier that opened this iteration.
       float* s = dx_stage + g * XP + 2 * tq;
 #pragma unroll
       for (int i = 0; i < XC / 8; ++i) {
@@ -278,7 +276,11 @@ __global__ void __launch_bounds__(BwdDxWgmmaTile<D>::kThreads, 1)
     // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
     // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
     // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    // The bulk reduce-adds of the previous dX tile have also read their staging rows (waited for
+    // here, next to the cp.async wait, because on sm_90a both waits become the same scoreboard wait
+    // (DEPBAR.LE SB0, 0): a wait inside the iteration would also wait for the next X tile's loads).
     cp_async_wait<0>();
+    bulk_wait_all<true>();
     fence_proxy_async();
     __syncthreads();
     const int h = cur.h;
@@ -308,9 +310,12 @@ __global__ void __launch_bounds__(BwdDxWgmmaTile<D>::kThreads, 1)
     // previous row tile (its own group, empty at it = 0), which is waited for first: its staging
     // and bulk reduce-add run while the tensor cores work through these.
     float zs[RT][4], zt[RT][4], dxa[XC / 8][4];
-    wgmma_fence();
-    if (it > 0) dx_issue(dxa, stage ^ 1);
+    if (it > 0) {
+      wgmma_fence();
+      dx_issue(dxa, stage ^ 1);
+    }
     wgmma_commit();
+    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
       wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), cm_desc<D>(sXt + kk * 128), kk > 0);
@@ -367,7 +372,9 @@ __global__ void __launch_bounds__(BwdDxWgmmaTile<D>::kThreads, 1)
     cur = next;
   }
   if (iters > 0) {
-    // The last row tile's dZ^T (generic stores) is read by wgmma: fence, then the barrier.
+    // The last row tile's dZ^T (generic stores) is read by wgmma: fence, then the barrier (which
+    // also orders the staging rows' reuse after the read-side wait).
+    bulk_wait_all<true>();
     fence_proxy_async();
     __syncthreads();
     float dxa[XC / 8][4];
