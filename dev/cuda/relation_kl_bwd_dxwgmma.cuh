@@ -214,12 +214,15 @@ __global__ void __launch_bounds__(BwdDxWgmmaTile<D>::kThreads, 1)
 
   // Issues dX[64 rows][cols wg*XC..] of the dZ^T in buffer `buf` (dZ Y_s over this CTA's BN keys)
   // into c, as the caller's open wgmma group (the caller fences and commits).
+  // The descriptors of k-step kk are those of k-step 0 plus the byte offset >> 4 in the address
+  // field (bits 0-13): shared memory ends below 2^18 bytes, so the sum never carries out of it.
   auto dx_issue = [&](float(&c)[XC / 8][4], int buf) {
-    const T* z = sZ + buf * BN * ZP;
+    const uint64_t da = cm_desc_mn<BM>(sZ + buf * BN * ZP);
+    const uint64_t db = cm_desc_mn<D>(sYs + wg * XC / 8 * 64);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      wgmma_m64nNk16_ss_tt<T, XC>(c, cm_desc_mn<BM>(z + kk * 16 * BM),
-                                  cm_desc_mn<D>(sYs + kk * 16 * D + wg * XC / 8 * 64), kk > 0);
+      wgmma_m64nNk16_ss_tt<T, XC>(c, da + ((kk * 16 * BM * sizeof(T)) >> 4), db + ((kk * 16 * D * sizeof(T)) >> 4),
+                                  kk > 0);
     }
   };
   // Adds the finished dX accumulators c of iteration q to dx.
