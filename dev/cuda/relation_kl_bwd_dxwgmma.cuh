@@ -1,13 +1,15 @@
 // Backward version 6 of dev/cuda: the library's wgmma backward (version 4) with the dX GEMM on
 // warpgroup MMA too, reduced into global memory through shared memory (FlashAttention-3's dQ path).
 // Version 4 computes dX = dZ Y_s per warp with ldmatrix + mma.sync and adds it with float4 atomics
-// (per warp and 64-row tile at D = 128: 40 ldmatrix.x4, 64 mma.sync, 8 + shuffles RED.128). Here
+// (per warp and 64-row tile at D = 128: 40 ldmatrix.x4, 64 mma.sync, 16 shuffles, 8 RED.128). Here
 // each warpgroup computes dX for D / 2 columns as one wgmma chain (m64n(D/2)k16, 8 k-steps over the
 // CTA's 128 keys) with both operands read from shared memory by descriptor: A = dZ read MN-major out
 // of dZ^T (now kept in the core-matrix layout), B = the Y_s key tile read MN-major. The fp32
 // result goes to a padded shared-memory staging area and then to global memory by TMA bulk
-// reduce-add (cp.reduce.async.bulk .add.f32), one 16-lane instruction per warp: each warp owns 16
-// whole half-rows of the accumulator, so only the warp itself synchronises around its staging rows.
+// reduce-add (cp.reduce.async.bulk .add.f32), one half-row per request from 16 lanes of each warp
+// (in SASS one UBLKRED in an ELECT loop of 16 passes): each warp owns 16 whole half-rows of the
+// accumulator, so only the warp itself synchronises around its staging rows.
+// Compile-checked only so far (docs/kernel.md, "Backward version 6").
 #pragma once
 
 #include <type_traits>
