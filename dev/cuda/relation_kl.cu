@@ -16,6 +16,8 @@
 //             4  3 with dY += dZ^T X_s on warpgroup MMA too (the library's on sm_90a)
 //             5  4 with the dY wgmma left in flight across the next barrier, three X stages
 //                (D <= 128; relation_kl_bwd_inflight.cuh)
+//             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
+//                reduce-add through shared memory (D <= 128; relation_kl_bwd_dxwgmma.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
@@ -31,6 +33,7 @@
 #include "linear_ard/core/relation_kl.h"
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
+#include "relation_kl_bwd_dxwgmma.cuh"              // defines: relation_kl_bwd_dxwgmma_launch
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_wgmma.cuh"                // defines: BwdWgmmaTile, BwdPos, BwdRowStats
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
@@ -287,9 +290,9 @@ using namespace linear_ard;
 
 namespace {
 
-// Versions 3 and 5 (kInflight) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
+// Versions 3, 5 and 6 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
 // where they cannot run.
-template <bool kInflight>
+template <int kVersion>
 bool backward_sm90a_dev(const RelationKLParams& p) {
   const int d = std::max(p.student.head_dim, p.teacher.head_dim);
   if ((p.dtype != DType::kBF16 && p.dtype != DType::kF16) || d > 128) return false;
@@ -300,7 +303,9 @@ bool backward_sm90a_dev(const RelationKLParams& p) {
   auto launch = [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
-    if constexpr (kInflight) {
+    if constexpr (kVersion == 6) {
+      cuda::relation_kl_bwd_dxwgmma_launch<T, D>(p, vs, vt);
+    } else if constexpr (kVersion == 5) {
       cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
     } else {
       cuda::relation_kl_bwd_wgmma_st_launch<T, D>(p, vs, vt);
@@ -409,7 +414,7 @@ const std::vector<Version>& backward_versions() {
          return true;
        }},
       {3, "wgmma S^T", [](const RelationKLParams& p) {
-         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<false>(p);
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<3>(p);
        }},
       {4, "wgmma S^T + dY", [](const RelationKLParams& p) {
          if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
@@ -419,7 +424,10 @@ const std::vector<Version>& backward_versions() {
          return true;
        }},
       {5, "wgmma S^T + dY, dY in flight", [](const RelationKLParams& p) {
-         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<true>(p);
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<5>(p);
+       }},
+      {6, "wgmma S^T + dY + dX, dX by bulk reduce-add", [](const RelationKLParams& p) {
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<6>(p);
        }},
   };
   return v;

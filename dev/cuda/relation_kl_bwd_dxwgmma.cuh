@@ -1,0 +1,409 @@
+// Backward version 6 of dev/cuda: the library's wgmma backward (version 4) with the dX GEMM on
+// warpgroup MMA too, reduced into global memory through shared memory (FlashAttention-3's dQ path).
+// Version 4 computes dX = dZ Y_s per warp with ldmatrix + mma.sync and adds it with float4 atomics
+// (per warp and 64-row tile at D = 128: 40 ldmatrix.x4, 64 mma.sync, 16 shuffles, 8 RED.128). Here
+// each warpgroup computes dX for D / 2 columns as one wgmma chain (m64n(D/2)k16, 8 k-steps over the
+// CTA's 128 keys) with both operands read from shared memory by descriptor: A = dZ read MN-major out
+// of dZ^T (now kept in the core-matrix layout), B = the Y_s key tile read MN-major. The fp32
+// result goes to a padded shared-memory staging area and then to global memory by TMA bulk
+// reduce-add (cp.reduce.async.bulk .add.f32), one half-row per request from 16 lanes of each warp
+// (in SASS one UBLKRED in an ELECT loop of 16 passes): each warp owns 16 whole half-rows of the
+// accumulator, so only the warp itself synchronises around its staging rows.
+// Compile-checked only so far (docs/kernel.md, "Backward version 6").
+#pragma once
+
+#include <type_traits>
+
+#include "relation_kl_bwd_wgmma.cuh"  // defines: BwdWgmmaTile, BwdPos, BwdRowStats (and, through it, wgmma_*)
+
+namespace linear_ard {
+namespace cuda {
+
+// Version 4's tile with dZ^T unpadded in the core-matrix layout ([128 keys][64 rows]; wgmma reads
+// it by descriptor, ldmatrix no longer) and, behind the row stats, the fp32 dX staging area: per
+// warpgroup 64 rows x D/2 columns with a pitch of D/2 + 8 floats (conflict-free 8-byte stores;
+// rows 16-byte aligned for the bulk copies).
+template <int D>
+struct BwdDxWgmmaTile : BwdWgmmaTile<D> {
+  using Base = BwdWgmmaTile<D>;
+  static constexpr int kZPitch = Base::kRows;  // dZ^T: core-matrix layout, no padding
+  static constexpr int kDxCols = D / 2;        // dX columns per warpgroup (wgmma n)
+  static constexpr int kDxPitch = kDxCols + 8;  // staging pitch in floats
+  static constexpr size_t kDxStageOffset = (2 * Base::kKeys + 2 * 2 * Base::kRows) * D * 2  // Y_s, Y_t, X stages
+                                           + 2 * Base::kKeys * kZPitch * 2                  // dZ^T, 2 buffers
+                                           + 2 * 3 * Base::kRows * 4;                       // row stats stages
+  static constexpr size_t kSmemBytes = kDxStageOffset + 2 * Base::kRows * kDxPitch * 4;
+  static_assert(kDxCols % 16 == 0 || kDxCols == 48, "wgmma n = 32, 48 or 64");
+  static_assert(kDxPitch % 32 == 8 || kDxPitch % 32 == 24, "conflict-free staging stores");
+  static_assert(kDxStageOffset % 16 == 0 && (kDxPitch * 4) % 16 == 0 && (kDxCols * 4) % 16 == 0, "bulk copy alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM must fit");
+};
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels' building blocks
+
+// D(64 x N, fp32) (+)= A * B with both operands MN-major by descriptor (trans-a = trans-b = 1):
+// A[m][k] given as a core-matrix tile [k][m] (m contiguous), B[k][n] as one [k][n]; N in {32, 48, 64};
+// c[i] = columns 8i..8i+7 as mma.sync C fragments.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_m64nNk16_ss_tt(float (&c)[N / 8][4], uint64_t desc_a, uint64_t desc_b,
+                                                     bool accumulate) {
+#ifdef LINEAR_ARD_SM90A
+  static_assert(N == 32 || N == 48 || N == 64, "N");
+  if constexpr (N == 32 && WgmmaType<T>::kBF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 1, 1;\n}\n"
+                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3])
+                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 32 && !WgmmaType<T>::kBF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 1, 1;\n}\n"
+                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3])
+                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 48 && WgmmaType<T>::kBF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, %24, %25, p, 1, 1, 1, 1;\n}\n"
+                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3])
+                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 48 && !WgmmaType<T>::kBF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, %24, %25, p, 1, 1, 1, 1;\n}\n"
+                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3])
+                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 64 && WgmmaType<T>::kBF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 1, 1;\n}\n"
+                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3])
+                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+  }
+  else if constexpr (N == 64 && !WgmmaType<T>::kBF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 1, 1;\n}\n"
+                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]), "+f"(c[7][3])
+                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+  }
+#endif
+}
+
+// TMA bulk reduce-add of `bytes` (a multiple of 16, both addresses 16-byte aligned) of fp32 from
+// shared memory into global memory; async proxy, tracked by the issuing thread's bulk groups.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const float* src, int bytes) {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst),
+               "r"(smem_u32(src)), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+// Waits until this thread's bulk groups have finished reading shared memory (kRead) or completed.
+template <bool kRead>
+__device__ __forceinline__ void bulk_wait_all() {
+#ifdef LINEAR_ARD_SM90A
+  if constexpr (kRead) {
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  } else {
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
+#endif
+}
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_wgmma_kernel (version 4): 8 warps = two
+// warpgroups of 64 keys for S^T and dY. What changes is the dX pass of row tile t - 1: warpgroup wg
+// computes dX[64 rows][wg * D/2 ..] = dZ Y_s by wgmma (A = dZ^T buffer, B = Y_s, both MN-major
+// descriptors), issued as its own group ahead of the S^T wgmma of tile t and waited for first;
+// then each warp stages its 16 half-rows in shared memory and 16 of its lanes add one row each to
+// global dX by TMA bulk reduce-add. Arithmetic, masking, GQA walk, causal skip and dY are version
+// 4's, in the same order.
+template <typename T, int D>
+__global__ void __launch_bounds__(BwdDxWgmmaTile<D>::kThreads, 1)
+    relation_kl_bwd_dxwgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+#ifdef LINEAR_ARD_SM90A
+  using Tile = BwdDxWgmmaTile<D>;
+  constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
+  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols, XP = Tile::kDxPitch;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
+  float* sDx = reinterpret_cast<float*>(smem_raw + Tile::kDxStageOffset);
+
+  const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
+  const int64_t iters = (rt_end - rt_begin) * group;
+
+  // Iteration it = (X head h of the group, row tile starting at i0), walked without divisions:
+  // row tiles first, then the next head.
+  auto advance = [&](BwdPos q) {
+    q.i0 += BM;
+    if (q.i0 >= rt_end * BM) q.i0 = rt_begin * BM, ++q.h;
+    return q;
+  };
+
+  // Loads iteration q's X tiles (cp.async) and returns its row stats for rows threadIdx.x < BM,
+  // read from global memory into registers now and stored to shared memory by stats_store at the
+  // end of the iteration, so their latency hides behind the whole iteration. Rows past n or with
+  // no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+  auto load_rows = [&](BwdPos q, int stage) {
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, q.h);
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, q.h);
+    T* dst = sX + stage * 2 * BM * P;
+    TileLoader<T, BM, D, Tile::kThreads, true>(S.x, p.student.x_row_stride, n, ds, vec_s).load(dst, q.i0);
+    TileLoader<T, BM, D, Tile::kThreads, true>(Tt.x, p.teacher.x_row_stride, n, dt, vec_t).load(dst + BM * P, q.i0);
+    BwdRowStats st{INFINITY, INFINITY, 0.f};
+    const int64_t row = q.i0 + threadIdx.x;
+    if (threadIdx.x < BM && row < n) {
+      const int64_t o = (b * p.heads + q.h) * n + row;
+      const float lse_s = p.lse_student[o];
+      if (lse_s != -INFINITY) st = {lse_s * kLog2e, p.lse_teacher[o] * kLog2e, p.grad_kl[o] * p.student.scale};
+    }
+    return st;
+  };
+  auto stats_store = [&](const BwdRowStats& st, int stage) {
+    if (threadIdx.x < BM) {
+      float* dst = sStat + stage * 3 * BM + threadIdx.x;
+      dst[0] = st.lse2_s;
+      dst[BM] = st.lse2_t;
+      dst[2 * BM] = st.g;
+    }
+  };
+  auto load_teacher_keys = [&](int h) {
+    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+    TileLoader<T, BN, D, Tile::kThreads, true>(Tt.y, p.teacher.y_row_stride, n, dt, vec_t).load(sYt, j0);
+  };
+
+  {
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, hy * group);
+    TileLoader<T, BN, D, Tile::kThreads, true>(S.y, p.student.y_row_stride, n, ds, vec_s).load(sYs, j0);
+  }
+  int hy_t = (hy * group) / (p.heads / p.teacher.heads_y);
+  load_teacher_keys(hy * group);
+  BwdPos cur{hy * group, rt_begin * BM}, prev_pos = cur;
+  if (iters > 0) stats_store(load_rows(cur, 0), 0);
+  cp_async_commit();
+
+  // S^T of warpgroup wg: its 64 keys (A, rows 64 wg.. of Y) against the row tile (B).
+  const int wg = warp / 4;
+
+  // dx rows (and, for the self-relation, dY) go out as float4 atomics when rows are 16-byte aligned;
+  // with ds = D and a whole row tile inside the sequence no bound checks are needed.
+  const bool dx_vec4 = ds % 4 == 0 && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0;
+
+  float dy[DT][4];
+#pragma unroll
+  for (int i = 0; i < DT; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dy[i][e] = 0.f;
+
+  // dX through the bulk reduce-add: dx rows 16-byte aligned, ds = D (whole half-rows in range).
+  const bool dx_bulk = dx_vec4 && ds == D;
+  // This warp's accumulator rows (wl * 16 + g, + 8) and its staging rows.
+  const int wl = warp % 4;
+  float* const dx_stage = sDx + (wg * BM + wl * 16) * XP;
+
+  // Issues dX[64 rows][cols wg*XC..] of the dZ^T in buffer `buf` (dZ Y_s over this CTA's BN keys)
+  // into c, as the caller's open wgmma group (the caller fences and commits).
+  // The descriptors of k-step kk are those of k-step 0 plus the byte offset >> 4 in the address
+  // field (bits 0-13): shared memory ends below 2^18 bytes, so the sum never carries out of it.
+  auto dx_issue = [&](float(&c)[XC / 8][4], int buf) {
+    const uint64_t da = cm_desc_mn<BM>(sZ + buf * BN * ZP);
+    const uint64_t db = cm_desc_mn<D>(sYs + wg * XC / 8 * 64);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      wgmma_m64nNk16_ss_tt<T, XC>(c, da + ((kk * 16 * BM * sizeof(T)) >> 4), db + ((kk * 16 * D * sizeof(T)) >> 4),
+                                  kk > 0);
+    }
+  };
+  // Adds the finished dX accumulators c of iteration q to dx.
+  auto dx_out = [&](BwdPos q, const float(&c)[XC / 8][4]) {
+    float* dx_head = p.dx + (b * p.heads + q.h) * n * ds;
+    if (dx_bulk) {
+      // The staging rows are free: the bulk copies of this warp's previous tile were waited for
+      // (read side) before the barrier that opened this iteration.
+      float* s = dx_stage + g * XP + 2 * tq;
+#pragma unroll
+      for (int i = 0; i < XC / 8; ++i) {
+        *reinterpret_cast<float2*>(s + i * 8) = make_float2(c[i][0], c[i][1]);
+        *reinterpret_cast<float2*>(s + 8 * XP + i * 8) = make_float2(c[i][2], c[i][3]);
+      }
+      // Generic-proxy stores read next by the async proxy: fence, then the warp's barrier.
+      fence_proxy_async();
+      __syncwarp();
+      const int64_t row = q.i0 + wl * 16 + lane;
+      if (lane < 16 && row < n) {
+        bulk_reduce_add_f32(dx_head + row * D + wg * XC, dx_stage + lane * XP, XC * 4);
+        bulk_commit();
+      }
+    } else {
+      const int64_t row = q.i0 + wl * 16 + g;
+#pragma unroll
+      for (int i = 0; i < XC / 8; ++i) atomic_add_frag(dx_head, ds, row, n, wg * XC + i * 8, ds, c[i], dx_vec4);
+    }
+  };
+
+  // dZ^T of a row tile in place of zs (kMasked: a key is hidden or the tile crosses the causal
+  // diagonal; elsewhere rows without a visible key are already zeroed through lse2 = inf, g = 0).
+  auto dz_compute = [&](auto& zs, const auto& zt, const float* st, int64_t i0, auto masked_tag) {
+    constexpr bool kMasked = decltype(masked_tag)::value;
+    // Causal: key key_lo + 8r is hidden from row i0 + rl when rl < key_lo + 8r - i0.
+    const int first_row = static_cast<int>(max(int64_t(-8), min(key_lo - i0, int64_t(BM))));
+#pragma unroll
+    for (int i = 0; i < RT; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int rl = i * 8 + 2 * tq + (e & 1);
+        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        float dz = st[2 * BM + rl] * (ps - pt);
+        if constexpr (kMasked) {
+          const int r = e >> 1;
+          if (!key_ok[r] || (p.causal && rl < first_row + 8 * r)) dz = 0.f;
+        }
+        zs[i][e] = dz;
+      }
+  };
+
+  for (int64_t it = 0; it < iters; ++it) {
+    const int stage = static_cast<int>(it & 1);
+    // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
+    // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
+    // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    // The bulk reduce-adds of the previous dX tile have also read their staging rows (waited for
+    // here, next to the cp.async wait, because on sm_90a both waits become the same scoreboard wait
+    // (DEPBAR.LE SB0, 0): a wait inside the iteration would also wait for the next X tile's loads).
+    cp_async_wait<0>();
+    bulk_wait_all<true>();
+    fence_proxy_async();
+    __syncthreads();
+    const int h = cur.h;
+    const int64_t i0 = cur.i0;
+    // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
+    if (const int want = h / (p.heads / p.teacher.heads_y); want != hy_t) {
+      load_teacher_keys(h);
+      cp_async_commit();
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();
+      hy_t = want;
+    }
+    const BwdPos next = advance(cur);
+    BwdRowStats next_stats{};
+    if (it + 1 < iters) {
+      next_stats = load_rows(next, stage ^ 1);
+      cp_async_commit();
+    }
+    const T* sXs = sX + stage * 2 * BM * P;
+    const T* sXt = sXs + BM * P;
+    const float* st = sStat + stage * 3 * BM;
+
+    // S^T for both models: 64 keys x BM rows per warpgroup by wgmma (A = Y, B = X, both from
+    // shared memory); each warp's accumulator rows are its 16 keys, as in the mma.sync kernel.
+    // No zeroing: the first k-step overwrites (scale-d = 0). Queued behind the dX wgmma of the
+    // previous row tile (its own group, empty at it = 0), which is waited for first: its staging
+    // and bulk reduce-add run while the tensor cores work through these.
+    float zs[RT][4], zt[RT][4], dxa[XC / 8][4];
+    if (it > 0) {
+      wgmma_fence();
+      dx_issue(dxa, stage ^ 1);
+    }
+    wgmma_commit();
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), cm_desc<D>(sXt + kk * 128), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), cm_desc<D>(sXs + kk * 128), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_regs(dxa);
+    if (it > 0) dx_out(prev_pos, dxa);
+    wgmma_wait<0>();
+    fence_regs(zs);
+    fence_regs(zt);
+
+    if (any_hidden_key || (p.causal && i0 < j0 + BN - 1)) {
+      dz_compute(zs, zt, st, i0, std::true_type{});
+    } else {
+      dz_compute(zs, zt, st, i0, std::false_type{});
+    }
+
+    // dY[keys] += dZ^T X_s: A = dZ^T straight from the accumulators (two 8-row n-tiles make one
+    // 16-wide k-step), B = X_s read MN-major.
+    uint32_t za[BM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      uint32_t(&a)[4] = za[kk];
+      a[0] = pack2<T>(zs[2 * kk][0], zs[2 * kk][1]);
+      a[1] = pack2<T>(zs[2 * kk][2], zs[2 * kk][3]);
+      a[2] = pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]);
+      a[3] = pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3]);
+      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX, in the
+      // core-matrix layout [BN keys][BM rows] (cm_off<BM>: +8 key rows = +8 BM elements, +8 row
+      // columns = +64); each of the four stores of a warp covers 128 contiguous bytes.
+      T* zrow = sZ + stage * BN * ZP + cm_off<BM>(warp * 16 + g, kk * 16 + 2 * tq);
+      *reinterpret_cast<uint32_t*>(zrow) = a[0];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * BM) = a[1];
+      *reinterpret_cast<uint32_t*>(zrow + 64) = a[2];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * BM + 64) = a[3];
+    }
+    // Warpgroup wg's 64 keys x D: k = the tile's 64 rows, 16 per step (16 D elements apart).
+    fence_regs(dy);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], cm_desc_mn<D>(sXs + kk * 16 * D), true);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(dy);
+    if (it + 1 < iters) stats_store(next_stats, stage ^ 1);
+    prev_pos = cur;
+    cur = next;
+  }
+  if (iters > 0) {
+    // The last row tile's dZ^T (generic stores) is read by wgmma: fence, then the barrier (which
+    // also orders the staging rows' reuse after the read-side wait).
+    bulk_wait_all<true>();
+    fence_proxy_async();
+    __syncthreads();
+    float dxa[XC / 8][4];
+    wgmma_fence();
+    dx_issue(dxa, static_cast<int>((iters - 1) & 1));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(dxa);
+    dx_out(prev_pos, dxa);
+  }
+  // Shared memory must outlive the bulk copies' reads; wait for their completion.
+  bulk_wait_all<false>();
+
+  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
+#endif  // LINEAR_ARD_SM90A
+}
+
+// ------------------------------------------------------------------------------------------------
+// kernel launchers
+
+template <typename T, int D>
+void relation_kl_bwd_dxwgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  bwd_launch<BwdDxWgmmaTile<D>>(relation_kl_bwd_dxwgmma_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd_dxwgmma");
+}
+
+}  // namespace cuda
+}  // namespace linear_ard
