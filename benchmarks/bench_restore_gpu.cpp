@@ -6,6 +6,7 @@
 //   bench_restore_gpu                 LLaMA-2-7B shape, bf16 on CUDA (fp32 on CPU: do not)
 //   bench_restore_gpu --tiny          a 2-layer toy shape (CPU smoke run of the same code)
 //   options: --steps N (timed, default 5) --warmup N (default 2) --no-checkpoint-layers
+//            --no-overlap-teacher (the teacher's forward before the student's, on one stream)
 //            --cases last1:1024,last1:2048,last1:4096,last1:8192,all:4096 (the default; scope:ctx)
 //            --trainable qkv|lora_qkv (default qkv) --lora-rank R (default 1024, alpha 2R: the
 //            authors' peft setting, shared/ANCHORS.md)
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
   bool tiny = false;
   int steps = 5, warmup = 2;
   bool checkpoint_layers = true;
+  bool overlap_teacher = true;
   std::string cases_text;  // default: the paper's rows for the shape
   std::string trainable = "qkv";
   int64_t lora_rank = 1024;
@@ -196,6 +198,7 @@ int main(int argc, char** argv) {
       else if (a == "--steps") steps = std::stoi(value());
       else if (a == "--warmup") warmup = std::stoi(value());
       else if (a == "--no-checkpoint-layers") checkpoint_layers = false;
+      else if (a == "--no-overlap-teacher") overlap_teacher = false;
       else if (a == "--cases") cases_text = value();
       else if (a == "--trainable") trainable = value();
       else if (a == "--lora-rank") lora_rank = std::stoll(value());
@@ -222,6 +225,7 @@ int main(int argc, char** argv) {
     config.lora.rank = lora_rank;
     config.lora.alpha = 2.0 * static_cast<double>(lora_rank);
     config.checkpoint_layers = checkpoint_layers;
+    config.overlap_teacher = overlap_teacher;
 
     const auto t0 = Clock::now();
     const model::LlamaWeights weights = model::llama_weights_random(mc, choice.dtype, choice.device, /*seed=*/0);
@@ -233,14 +237,14 @@ int main(int argc, char** argv) {
     const model::RopeTables student_rope = model::rope_tables_init(mc, scaled);
     std::printf("bench_restore_gpu: %s shape (hidden %ld, %ld layers, %ld heads, ffn %ld, vocab %ld), %s %s, "
                 "random weights made in %.1f s; student PI x8; trainable %s; "
-                "checkpoint_layers %s; batch 1; median of %d steps after %d warm-up\n",
+                "checkpoint_layers %s; overlap_teacher %s; batch 1; median of %d steps after %d warm-up\n",
                 tiny ? "tiny" : "LLaMA-2-7B", static_cast<long>(mc.hidden_size), static_cast<long>(mc.num_hidden_layers),
                 static_cast<long>(mc.num_attention_heads), static_cast<long>(mc.intermediate_size),
                 static_cast<long>(mc.vocab_size), choice.device_name.c_str(), choice.dtype_name.c_str(),
                 std::chrono::duration<double>(Clock::now() - t0).count(),
                 trainable == "qkv" ? "qkv (fp32 masters, AdamW)"
                                    : ("lora_qkv r=" + std::to_string(lora_rank) + " (fp32 adapters, AdamW)").c_str(),
-                checkpoint_layers ? "on" : "off", steps,
+                checkpoint_layers ? "on" : "off", overlap_teacher ? "on" : "off", steps,
                 warmup);
     std::fflush(stdout);
 

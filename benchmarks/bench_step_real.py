@@ -205,6 +205,7 @@ def run_ours(case, args, npy, workdir):
         settings += ["method=cpt", "trainable=" + ("full" if kind == "cpt" else "qkv")]
     if args.profile_steps:
         settings += [f"profile_steps={args.profile_steps}"]
+    settings += args.ours_set
     cmd = [args.cli, "restore", str(ROOT / "configs" / "smollm2_pi4.yaml"), *settings]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -293,6 +294,8 @@ def main():
     p.add_argument("--steps", type=int, default=6, help="timed steps (median)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--profile-steps", type=int, default=0, help="also write our profile/ (train/step_profile.h)")
+    p.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="one more `linear-ard restore` setting for our side (repeatable), e.g. overlap_teacher=false")
     p.add_argument("--out", default=None, help="folder for table.md, results.json and our runs")
     p.add_argument("--tiny", action="store_true", help="bundled 3.7M model on the CPU (smoke run)")
     p.add_argument("--random-weights", action="store_true",

@@ -16,6 +16,7 @@
 #   scripts/gpu_check.sh --step-bench     the real model's restore step (SmolLM2-135M from
 #                                   scripts/device_model.sh): stage 1, stage 2 and CPT, ours beside
 #                                   plain PyTorch (benchmarks/bench_step_real.py), with our profiles
+#                                   and the teacher-overlap check (tests/gpu/check_teacher_overlap.py)
 #   scripts/gpu_check.sh --operator the relation-KL operator alone (builds only its two targets):
 #                                   the harness's check (fp64 reference on every kernel path, the
 #                                   non-finite rule, exact zero gradient of single-key rows,
@@ -86,9 +87,19 @@ step_bench() {
   rm -rf "$out"/step_bench/ours_*/model "$out"/step_bench/ours_*/profile/trace.json "$out"/step_bench/*.npy \
     "$out"/step_bench/random_model
 }
+# The trainer's teacher overlap (second host thread and CUDA stream) against the plain order, bit for bit.
+teacher_overlap_check() {
+  if [[ -x "$build/src/cli/linear-ard" ]]; then
+    python3 tests/gpu/check_teacher_overlap.py --build "$build" >"$out/teacher_overlap.log" 2>&1
+    step "teacher overlap = plain order (CUDA)" $?
+    tail -4 "$out/teacher_overlap.log"
+  else
+    echo "teacher overlap check skipped: linear-ard was not built (see $out/configure.log)"
+  fi
+}
 if [[ "${1:-}" == "--restore-bench" || "${1:-}" == "--step-bench" ]]; then
   [[ "${1:-}" == "--restore-bench" ]] && restore_bench
-  [[ "${1:-}" == "--step-bench" ]] && step_bench
+  [[ "${1:-}" == "--step-bench" ]] && { teacher_overlap_check; step_bench; }
   printf '%s\n' "${summary[@]}"
   exit $status
 fi
@@ -168,6 +179,7 @@ if [[ -x "$build/src/cli/linear-ard" ]]; then
 else
   echo "eval check skipped: linear-ard was not built (see $out/configure.log)"
 fi
+teacher_overlap_check
 # The full run ends with issue #18's figures in one table (scripts/perf_table.py), read from this
 # call's files only (an earlier call's are removed first); its SmolLM2 cases add the issue's 2048 x 8.
 perf_table=""

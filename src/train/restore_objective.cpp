@@ -4,8 +4,21 @@
 #include "linear_ard/model/llama_model.h"  // defines: model_forward
 #include "linear_ard/ops/relation_kl.h"     // defines: relation_kl, relation_kl_row_mean
 #include "linear_ard/train/step_profile.h"   // defines: PhaseScope
+#include "linear_ard/train/teacher_overlap.h"  // defines: TeacherOverlap
 
 namespace linear_ard::train {
+
+namespace {
+
+// The frozen teacher's forward, started beside whatever the caller does next (teacher_overlap.h).
+TeacherOverlap teacher_start(const ObjectiveContext& ctx, const torch::Tensor& ids, const model::ForwardOptions& options) {
+  return TeacherOverlap(ids.device(), ctx.overlap_teacher, [&ctx, &ids, options] {
+    PhaseScope phase("teacher_forward");
+    return model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
+  });
+}
+
+}  // namespace
 
 ObjectiveContext objective_context_make(const RestoreConfig& config, const model::LlamaWeights& weights,
                                         const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,
@@ -22,6 +35,7 @@ ObjectiveContext objective_context_make(const RestoreConfig& config, const model
   ctx.objective = config.objective;
   ctx.longred_max_skip = config.longred_max_skip;
   ctx.recompute_layers = config.checkpoint_layers;
+  ctx.overlap_teacher = config.overlap_teacher;
   return ctx;
 }
 
@@ -32,17 +46,14 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
   // Nothing after the last distilled layer's QKV matters unless the logits are distilled too.
   if (!logits) options.stop_after_qkv_layer = ctx.layers.back();
   options.compute_logits = logits;
-  model::ModelOutputs t, s;
-  {
-    PhaseScope phase("teacher_forward");
-    torch::NoGradGuard no_grad;
-    t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
-  }
+  TeacherOverlap teacher = teacher_start(ctx, ids, options);
   options.recompute_layers = ctx.recompute_layers;
+  model::ModelOutputs s;
   {
     PhaseScope phase("student_forward");
     s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
   }
+  const model::ModelOutputs t = teacher.get();
   PhaseScope phase("relation_loss");
   const bool attention = ctx.objective.relations == Relations::kAttention;
   ops::RelationLossOptions rel = ctx.loss_options;
@@ -125,21 +136,18 @@ ObjectiveLoss objective_longred(const ObjectiveContext& ctx, const model::Overri
   model::ForwardOptions options;
   options.output_hidden_states = true;
   options.compute_logits = false;
-  model::ModelOutputs t, s;
-  {
-    PhaseScope phase("teacher_forward");
-    torch::NoGradGuard no_grad;
-    t = model::model_forward(*ctx.weights, *ctx.teacher_rope, model::Overrides{}, ids, options);
-  }
+  TeacherOverlap teacher = teacher_start(ctx, ids, options);
   options.recompute_layers = ctx.recompute_layers;
   if (ctx.longred_max_skip > 1) {
     const int64_t skip = torch::randint(1, ctx.longred_max_skip + 1, {1}, torch::kLong).item<int64_t>();
     options.position_ids = (torch::arange(ids.size(1), torch::kLong) * skip).unsqueeze(0).to(ids.device());
   }
+  model::ModelOutputs s;
   {
     PhaseScope phase("student_forward");
     s = model::model_forward(*ctx.weights, *ctx.student_rope, student, ids, options);
   }
+  const model::ModelOutputs t = teacher.get();
   PhaseScope phase("hidden_cos");
   torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kFloat).device(ids.device()));
   for (int64_t l : ctx.layers) {

@@ -177,6 +177,8 @@ void StepProfile::step_end(int64_t global_step, int64_t tokens, const std::strin
               static_cast<long>(last_), folder_.c_str());
 }
 
+bool step_profile_active() { return g_profiling.load(); }
+
 PhaseScope::PhaseScope(const char* name) {
   if (!g_profiling.load()) return;
   sync_if_profiling();

@@ -26,9 +26,11 @@ struct ObjectiveContext {
   ObjectiveConfig objective;
   int64_t longred_max_skip = 1;
   bool recompute_layers = false;
+  bool overlap_teacher = false;            // the teacher's forward beside the student's (teacher_overlap.h)
 };
 
-// The context of run `config` (lambdas, objective, LongReD skip, checkpoint_layers as recompute_layers) over `weights`
+// The context of run `config` (lambdas, objective, LongReD skip, checkpoint_layers as recompute_layers,
+// overlap_teacher) over `weights`
 // and both RoPEs for the resolved distilled `layers`; the references must outlive it.
 ObjectiveContext objective_context_make(const RestoreConfig& config, const model::LlamaWeights& weights,
                                         const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,

@@ -36,6 +36,9 @@ class StepProfile {
   int64_t tokens_ = 0;
 };
 
+// Whether a StepProfile is recording a step now (its phases synchronize the device).
+bool step_profile_active();
+
 // A named phase of a step ("teacher_forward", ...), recorded as the profiler range
 // "phase:<name>" while a StepProfile is active, and free otherwise.
 class PhaseScope {
