@@ -3,7 +3,7 @@
 and CUDA stream beside the student's must train as the plain order does. Per objective that runs a
 teacher (LinearARD on the last layer and on every layer, LongReD), `linear-ard restore` on a small
 random LLaMA (GQA) in bf16 on the GPU with overlap_teacher=true and =false, and a run whose first
-steps are profiled (they run the teacher inline): every logged figure (losses, their parts, gradient
+steps are profiled (there the student's forward waits for the teacher's): every logged figure (losses, their parts, gradient
 norm, held-out losses) must agree. Not bit for bit: the operator's backward adds dX by atomics in a
 varying order (docs/kernel.md, "Determinism"), so two runs of the same settings already differ in
 the last bits of the gradient (measured: ~1e-6 relative in the gradient norm after 5 steps); the

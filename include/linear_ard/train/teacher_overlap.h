@@ -19,14 +19,15 @@ namespace linear_ard::train {
 // (one long-lived thread of the process) launching the teacher's onto a second stream fills some of the
 // gaps (+2-3 % on SmolLM2-135M, about +1 % at the 7B shape: docs/training.md).
 //
-// It overlaps only on a CUDA `device`, with `overlap` on and no StepProfile recording (a profiled step
-// keeps its phases apart, each with its own device time). Then the side stream (one per device, from torch's pool)
-// first waits for the caller's current stream, so `forward` sees every earlier write (the ids, the
-// weights); get() makes the caller's stream wait for the side stream and records the outputs' storage
-// on the caller's stream for the caching allocator. The thread carries the caller's thread-local
-// torch state (at::ThreadLocalState). Anywhere else `forward` runs inline in the constructor, in the
-// order of the plain code. Either way the same kernels run on the same inputs (checked on the GPU by
-// tests/gpu/check_teacher_overlap.py).
+// On a CUDA `device` with `overlap` on, the side stream (one per device, from torch's pool) first
+// waits for the caller's current stream, so `forward` sees every earlier write (the ids, the weights);
+// get() makes the caller's stream wait for the side stream and records the outputs' storage on the
+// caller's stream for the caching allocator. The thread carries the caller's thread-local torch state
+// (at::ThreadLocalState). While a StepProfile records, the constructor waits for `forward` (on that
+// thread and stream still: the main thread has not built the teacher's cuDNN plans), so the profiled
+// step's phases keep their own device time. Anywhere else (CPU, `overlap` off) `forward` runs inline
+// in the constructor, in the order of the plain code. Either way the same kernels run on the same
+// inputs (checked on the GPU by tests/gpu/check_teacher_overlap.py).
 class TeacherOverlap {
  public:
   TeacherOverlap(torch::Device device, bool overlap, std::function<model::ModelOutputs()> forward);
