@@ -13,11 +13,12 @@
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
-//             4  3 with dY += dZ^T X_s on warpgroup MMA too (the library's on sm_90a)
+//             4  3 with dY += dZ^T X_s on warpgroup MMA too (D <= 128; relation_kl_bwd_v4.cuh, the
+//                library's on sm_90a until 6 replaced it)
 //             5  4 with the dY wgmma left in flight across the next barrier, three X stages
 //                (D <= 128; relation_kl_bwd_inflight.cuh)
 //             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
-//                reduce-add through shared memory (D <= 128; relation_kl_bwd_dxwgmma.cuh)
+//                reduce-add through shared memory (the library's on sm_90a, D <= 128)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
@@ -33,9 +34,8 @@
 #include "linear_ard/core/relation_kl.h"
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
-#include "relation_kl_bwd_dxwgmma.cuh"              // defines: relation_kl_bwd_dxwgmma_launch
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
-#include "relation_kl_bwd_wgmma.cuh"                // defines: BwdWgmmaTile, BwdPos, BwdRowStats
+#include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_wgmma.cuh"               // defines: relation_kl_fwd_wgmma_launch
@@ -49,10 +49,10 @@ namespace cuda {
 // CUDA kernels
 
 template <typename T, int D>
-__global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
+__global__ void __launch_bounds__(BwdWgmmaV4Tile<D>::kThreads, 1)
     relation_kl_bwd_wgmma_st_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
 #ifdef LINEAR_ARD_SM90A
-  using Tile = BwdWgmmaTile<D>;
+  using Tile = BwdWgmmaV4Tile<D>;
   constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
   constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 
 template <typename T, int D>
 void relation_kl_bwd_wgmma_st_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
-  bwd_launch<BwdWgmmaTile<D>>(relation_kl_bwd_wgmma_st_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd_wgmma_st");
+  bwd_launch<BwdWgmmaV4Tile<D>>(relation_kl_bwd_wgmma_st_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd_wgmma_st");
 }
 
 }  // namespace cuda
@@ -290,7 +290,7 @@ using namespace linear_ard;
 
 namespace {
 
-// Versions 3, 5 and 6 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
+// Versions 3, 4 and 5 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
 // where they cannot run.
 template <int kVersion>
 bool backward_sm90a_dev(const RelationKLParams& p) {
@@ -303,8 +303,8 @@ bool backward_sm90a_dev(const RelationKLParams& p) {
   auto launch = [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
-    if constexpr (kVersion == 6) {
-      cuda::relation_kl_bwd_dxwgmma_launch<T, D>(p, vs, vt);
+    if constexpr (kVersion == 4) {
+      cuda::relation_kl_bwd_v4_launch<T, D>(p, vs, vt);
     } else if constexpr (kVersion == 5) {
       cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
     } else {
@@ -417,17 +417,17 @@ const std::vector<Version>& backward_versions() {
          return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<3>(p);
        }},
       {4, "wgmma S^T + dY", [](const RelationKLParams& p) {
-         if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
-           return false;
-         }
-         relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
-         return true;
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<4>(p);
        }},
       {5, "wgmma S^T + dY, dY in flight", [](const RelationKLParams& p) {
          return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<5>(p);
        }},
       {6, "wgmma S^T + dY + dX, dX by bulk reduce-add", [](const RelationKLParams& p) {
-         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<6>(p);
+         if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
+           return false;
+         }
+         relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
+         return true;
        }},
   };
   return v;

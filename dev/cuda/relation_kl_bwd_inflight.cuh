@@ -4,7 +4,7 @@
 
 #include <type_traits>
 
-#include "relation_kl_bwd_wgmma.cuh"  // defines: BwdWgmmaTile, BwdPos, BwdRowStats (and, through it, wgmma_*)
+#include "relation_kl_bwd_v4.cuh"  // defines: BwdWgmmaV4Tile (and, through it, BwdPos, BwdRowStats, wgmma_*)
 
 namespace linear_ard {
 namespace cuda {
@@ -15,10 +15,10 @@ namespace cuda {
 // registers, and both are consumed before the dY wgmma is issued). The prologue macro lays out two X
 // stages, so the kernel moves sZ and sStat behind the third.
 template <int D>
-struct BwdInflightTile : BwdWgmmaTile<D> {
+struct BwdInflightTile : BwdWgmmaV4Tile<D> {
   static constexpr int kXStages = 3;
-  static constexpr size_t kXStageBytes = 2 * BwdWgmmaTile<D>::kRows * D * 2;  // X_s, X_t (16-bit)
-  static constexpr size_t kSmemBytes = BwdWgmmaTile<D>::kSmemBytes + kXStageBytes;
+  static constexpr size_t kXStageBytes = 2 * BwdWgmmaV4Tile<D>::kRows * D * 2;  // X_s, X_t (16-bit)
+  static constexpr size_t kSmemBytes = BwdWgmmaV4Tile<D>::kSmemBytes + kXStageBytes;
   static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM must still fit");
 };
 
@@ -36,7 +36,7 @@ __device__ __forceinline__ void fence_frags(uint32_t (&a)[KT][4]) {
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
 
-// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_wgmma_kernel: 8 warps = two warpgroups of
+// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_v4_kernel: 8 warps = two warpgroups of
 // 64 keys, each warp 16 keys with its 16 x D fp32 dY in registers. What changes: the dY wgmma of
 // iteration t (A = the packed dZ^T registers za, B = X_s of stage t % 3) is committed and not
 // waited for; the warp goes on to the barrier, the loads of t + 2, the S^T wgmma of t + 1 and the

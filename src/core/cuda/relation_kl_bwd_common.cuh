@@ -1,6 +1,7 @@
 // What the two tensor-core backward kernels (relation_kl_bwd.cuh: mma.sync; relation_kl_bwd_wgmma.cuh:
-// warpgroup MMA, sm_90a) share: the CTA's prologue (its place, keys and shared memory), the staging
-// of dZ^T for the dX GEMM, the store of dY, and the launcher.
+// warpgroup MMA, sm_90a) share: the CTA's prologue (its place, keys and shared memory), the store of
+// dY, and the launcher; and the staging of dZ^T for the mma.sync dX GEMM (relation_kl_bwd.cuh and
+// dev/cuda's frozen wgmma versions 3-5; the library's wgmma kernel stages dZ^T in the core-matrix layout).
 #pragma once
 
 #include <string>

@@ -1,22 +1,34 @@
-// Relation-KL backward on warpgroup MMA (sm_90a, D <= 128; the default there): relation_kl_bwd.cuh's
-// algorithm with S^T = Y X^T of both models and dY += dZ^T X_s as wgmma. The CTA's 8 warps are two
-// warpgroups of 64 keys; Y and X tiles are kept in the core-matrix layout (relation_kl_sm90.cuh),
-// which wgmma reads by descriptor and the ldmatrix(.trans) of the dX GEMM reads as before (each
-// 8 x 8 block is 128 contiguous bytes). Against the mma.sync kernel this removes the S^T GEMM's 80
-// ldmatrix.x4 per warp and row tile and the dY GEMM's 32 ldmatrix.x4 and 64 mma.sync: the tensor
-// cores read each X tile once per warpgroup instead of once per warp. Everything else
-// (exponentials, dZ^T staging, dX atomics, one barrier per row tile) is the mma.sync kernel's.
-// (dev/cuda/relation_kl_backward.cu keeps the variant with the dY GEMM on mma.sync.)
+// Relation-KL backward on warpgroup MMA (sm_90a, D <= 128; the default there; backward version 6 of
+// dev/cuda): relation_kl_bwd.cuh's algorithm with all three GEMMs as wgmma. The CTA's 8 warps are
+// two warpgroups of 64 keys; Y and X tiles and dZ^T are kept in the core-matrix layout
+// (relation_kl_sm90.cuh), which wgmma reads by descriptor.
+// * S^T = Y X^T of both models: wgmma.m64n64k16, both operands from shared memory.
+// * dY += dZ^T X_s: wgmma with A = the dZ^T registers, B = X_s read MN-major.
+// * dX = dZ Y_s: each warpgroup computes D / 2 columns of the 64-row tile as one wgmma chain
+//   (m64n(D/2)k16, 8 k-steps over the CTA's 128 keys), A = dZ read MN-major out of dZ^T, B = the
+//   Y_s key tile read MN-major. The fp32 result goes to a padded shared-memory staging area and
+//   then to global memory by TMA bulk reduce-add (cp.reduce.async.bulk .add.f32), one half-row per
+//   request from 16 lanes of each warp (in SASS one UBLKRED in an ELECT loop of 16 passes): each
+//   warp owns 16 whole half-rows of the accumulator, so only the warp itself synchronises around
+//   its staging rows (FlashAttention-3's dQ path). Where that path does not apply (d_s != D or dx
+//   not 16-byte aligned) the accumulators go out by float4 / scalar atomics, as before.
+// One barrier per row tile. dev/cuda keeps the previous version (dX by ldmatrix + mma.sync and
+// float4 atomics, backward version 4) and its variants 3 and 5 as frozen copies.
 #pragma once
 
 #include <type_traits>
 
-#include "relation_kl_bwd_common.cuh"  // defines: LINEAR_ARD_BWD_PROLOGUE, bwd_stage_dz, bwd_store_dy, bwd_launch
-#include "relation_kl_sm90.cuh"        // defines: cm_desc, cm_desc_mn, wgmma_*, fence_proxy_async
+#include "relation_kl_bwd_common.cuh"  // defines: LINEAR_ARD_BWD_PROLOGUE, bwd_store_dy, bwd_launch
+#include "relation_kl_sm90.cuh"        // defines: cm_desc, cm_desc_mn, wgmma_*, bulk_*, fence_proxy_async
 
 namespace linear_ard {
 namespace cuda {
 
+// Tiles of 128 keys x 64 rows; shared memory: Y_s, Y_t [128][D], two X stages (X_s, X_t [64][D]), all
+// in the core-matrix layout, no padding; dZ^T [128 keys][64 rows] in two buffers, core-matrix layout
+// (wgmma reads it by descriptor); two stages of row stats; behind them the fp32 dX staging area: per
+// warpgroup 64 rows x D/2 columns with a pitch of D/2 + 8 floats (conflict-free 8-byte stores; rows
+// 16-byte aligned for the bulk copies).
 template <int D>
 struct BwdWgmmaTile {
   static_assert(D <= 128, "two warpgroups of 64 keys");
@@ -24,13 +36,17 @@ struct BwdWgmmaTile {
   static constexpr int kRows = 64;  // wgmma n = 64
   static constexpr int kWarps = 8;
   static constexpr int kThreads = 256;
-  static constexpr int kZPitch = kRows + 8;
-  static constexpr int kDxWarpsM = kRows / 16;
-  static constexpr int kDxWarpsD = kWarps / kDxWarpsM;
-  static constexpr int kDxCols = D / kDxWarpsD;
-  static constexpr size_t kSmemBytes = (2 * kKeys + 2 * 2 * kRows) * D * 2  // Y_s, Y_t, X stages (no pad)
-                                       + 2 * kKeys * kZPitch * 2           // dZ^T, 2 buffers
-                                       + 2 * 3 * kRows * 4;                // row stats stages
+  static constexpr int kZPitch = kRows;         // dZ^T: core-matrix layout, no padding
+  static constexpr int kDxCols = D / 2;         // dX columns per warpgroup (wgmma n)
+  static constexpr int kDxPitch = kDxCols + 8;  // staging pitch in floats
+  static constexpr size_t kDxStageOffset = (2 * kKeys + 2 * 2 * kRows) * D * 2  // Y_s, Y_t, X stages
+                                           + 2 * kKeys * kZPitch * 2            // dZ^T, 2 buffers
+                                           + 2 * 3 * kRows * 4;                 // row stats stages
+  static constexpr size_t kSmemBytes = kDxStageOffset + 2 * kRows * kDxPitch * 4;
+  static_assert(kDxCols % 16 == 0 || kDxCols == 48, "wgmma n = 32, 48 or 64");
+  static_assert(kDxPitch % 32 == 8 || kDxPitch % 32 == 24, "conflict-free staging stores");
+  static_assert(kDxStageOffset % 16 == 0 && (kDxPitch * 4) % 16 == 0 && (kDxCols * 4) % 16 == 0, "bulk copy alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM must fit");
 };
 
 // A backward iteration's place: X head h of the GQA group, row tile starting at i0.
@@ -46,18 +62,23 @@ struct BwdRowStats {
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
 
-// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_kernel (see there for the algorithm).
-// dY += dZ^T X_s by wgmma: A = the dZ^T registers, B = the X_s tile read MN-major through a
-// descriptor.
+// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_kernel (see there for the algorithm): 8 warps
+// = two warpgroups of 64 keys for S^T and dY. The dX pass of row tile t - 1: warpgroup wg computes
+// dX[64 rows][wg * D/2 ..] = dZ Y_s by wgmma (A = dZ^T buffer, B = Y_s, both MN-major
+// descriptors), issued as its own group ahead of the S^T wgmma of tile t and waited for first;
+// then each warp stages its 16 half-rows in shared memory and 16 of its lanes add one row each to
+// global dX by TMA bulk reduce-add. The bulk reduce-adds and the RED atomics (other CTAs' dX, the
+// self-relation's dY, the fallback) all add into dx, in an order that varies from run to run.
 template <typename T, int D>
 __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     relation_kl_bwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
 #ifdef LINEAR_ARD_SM90A
   using Tile = BwdWgmmaTile<D>;
   constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
-  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
+  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols, XP = Tile::kDxPitch;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
+  float* sDx = reinterpret_cast<float*>(smem_raw + Tile::kDxStageOffset);
 
   const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
   const int64_t iters = (rt_end - rt_begin) * group;
@@ -112,19 +133,12 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
   if (iters > 0) stats_store(load_rows(cur, 0), 0);
   cp_async_commit();
 
-  // B-fragment address, transposed (k = rows of a [k][d] tile, n = d): rows l%8 + ((l/8)%2)*8,
-  // chunk l/16, in the core-matrix layout (+16 rows = 16 D elements, +16 columns = 128).
-  const int bt_off = cm_off<D>(lane % 8 + ((lane / 8) % 2) * 8, (lane / 16) * 8);
-  // A-fragment of dZ (rows x keys) read transposed out of dZ^T [key][row]: keys l%8 + (l/16)*8,
-  // row-chunk (l/8)%2.
-  const int zt_off = (lane % 8 + (lane / 16) * 8) * ZP + ((lane / 8) % 2) * 8;
   // S^T of warpgroup wg: its 64 keys (A, rows 64 wg.. of Y) against the row tile (B).
   const int wg = warp / 4;
 
   // dx rows (and, for the self-relation, dY) go out as float4 atomics when rows are 16-byte aligned;
   // with ds = D and a whole row tile inside the sequence no bound checks are needed.
   const bool dx_vec4 = ds % 4 == 0 && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0;
-  const bool dx_unchecked = dx_vec4 && ds == D;
 
   float dy[DT][4];
 #pragma unroll
@@ -132,37 +146,49 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dy[i][e] = 0.f;
 
-  // dX[rows wm*16.., cols wd*XC..] of iteration q = dZ Y_s over this CTA's BN keys (dZ^T from
-  // buffer `buf`), added to dx.
-  const int wm = warp % Tile::kDxWarpsM, wd = warp / Tile::kDxWarpsM;
-  auto dx_pass = [&](BwdPos q, int buf) {
-    const T* z = sZ + buf * BN * ZP;
-    float dx[XC / 8][4];
-#pragma unroll
-    for (int i = 0; i < XC / 8; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
+  // dX through the bulk reduce-add: dx rows 16-byte aligned, ds = D (whole half-rows in range).
+  const bool dx_bulk = dx_vec4 && ds == D;
+  // This warp's accumulator rows (wl * 16 + g, + 8) and its staging rows.
+  const int wl = warp % 4;
+  float* const dx_stage = sDx + (wg * BM + wl * 16) * XP;
+
+  // Issues dX[64 rows][cols wg*XC..] of the dZ^T in buffer `buf` (dZ Y_s over this CTA's BN keys)
+  // into c, as the caller's open wgmma group (the caller fences and commits).
+  // The descriptors of k-step kk are those of k-step 0 plus the byte offset >> 4 in the address
+  // field (bits 0-13): shared memory ends below 2^18 bytes, so the sum never carries out of it.
+  auto dx_issue = [&](float(&c)[XC / 8][4], int buf) {
+    const uint64_t da = cm_desc_mn<BM>(sZ + buf * BN * ZP);
+    const uint64_t db = cm_desc_mn<D>(sYs + wg * XC / 8 * 64);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[4];
-      ldmatrix_x4_trans(a, z + zt_off + kk * 16 * ZP + wm * 16);
-#pragma unroll
-      for (int np = 0; np < XC / 16; ++np) {
-        uint32_t bf[4];
-        ldmatrix_x4_trans(bf, sYs + bt_off + kk * 16 * D + (wd * XC + np * 16) / 8 * 64);
-        mma16816<T>(dx[2 * np], a, bf[0], bf[1]);
-        mma16816<T>(dx[2 * np + 1], a, bf[2], bf[3]);
-      }
+      wgmma_m64nNk16_ss_tt<T, XC>(c, da + ((kk * 16 * BM * sizeof(T)) >> 4), db + ((kk * 16 * D * sizeof(T)) >> 4),
+                                  kk > 0);
     }
+  };
+  // Adds the finished dX accumulators c of iteration q to dx.
+  auto dx_out = [&](BwdPos q, const float(&c)[XC / 8][4]) {
     float* dx_head = p.dx + (b * p.heads + q.h) * n * ds;
-    const int64_t row = q.i0 + wm * 16 + g;
-    if (dx_unchecked && q.i0 + BM <= n) {
-      float* dst = dx_head + (row + (tq & 1) * 8) * D + wd * XC + 2 * (tq & ~1);
+    if (dx_bulk) {
+      // The staging rows are free: the bulk copies of this warp's previous tile were waited for
+      // (read side) before the barrier that opened this iteration.
+      float* s = dx_stage + g * XP + 2 * tq;
 #pragma unroll
-      for (int i = 0; i < XC / 8; ++i) atomicAdd(reinterpret_cast<float4*>(dst + i * 8), frag_row4(dx[i]));
+      for (int i = 0; i < XC / 8; ++i) {
+        *reinterpret_cast<float2*>(s + i * 8) = make_float2(c[i][0], c[i][1]);
+        *reinterpret_cast<float2*>(s + 8 * XP + i * 8) = make_float2(c[i][2], c[i][3]);
+      }
+      // Generic-proxy stores read next by the async proxy: fence, then the warp's barrier.
+      fence_proxy_async();
+      __syncwarp();
+      const int64_t row = q.i0 + wl * 16 + lane;
+      if (lane < 16 && row < n) {
+        bulk_reduce_add_f32(dx_head + row * D + wg * XC, dx_stage + lane * XP, XC * 4);
+        bulk_commit();
+      }
     } else {
+      const int64_t row = q.i0 + wl * 16 + g;
 #pragma unroll
-      for (int i = 0; i < XC / 8; ++i) atomic_add_frag(dx_head, ds, row, n, wd * XC + i * 8, ds, dx[i], dx_vec4);
+      for (int i = 0; i < XC / 8; ++i) atomic_add_frag(dx_head, ds, row, n, wg * XC + i * 8, ds, c[i], dx_vec4);
     }
   };
 
@@ -193,7 +219,11 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
     // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
     // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    // The bulk reduce-adds of the previous dX tile have also read their staging rows (waited for
+    // here, next to the cp.async wait, because on sm_90a both waits become the same scoreboard wait
+    // (DEPBAR.LE SB0, 0): a wait inside the iteration would also wait for the next X tile's loads).
     cp_async_wait<0>();
+    bulk_wait_all<true>();
     fence_proxy_async();
     __syncthreads();
     const int h = cur.h;
@@ -219,10 +249,15 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 
     // S^T for both models: 64 keys x BM rows per warpgroup by wgmma (A = Y, B = X, both from
     // shared memory); each warp's accumulator rows are its 16 keys, as in the mma.sync kernel.
-    // No zeroing: the first k-step overwrites (scale-d = 0). Issued before the dX pass of the
-    // previous row tile, so that pass's ldmatrix, mma.sync and atomics run while the tensor cores
-    // work through these.
-    float zs[RT][4], zt[RT][4];
+    // No zeroing: the first k-step overwrites (scale-d = 0). Queued behind the dX wgmma of the
+    // previous row tile (its own group, empty at it = 0), which is waited for first: its staging
+    // and bulk reduce-add run while the tensor cores work through these.
+    float zs[RT][4], zt[RT][4], dxa[XC / 8][4];
+    if (it > 0) {
+      wgmma_fence();
+      dx_issue(dxa, stage ^ 1);
+    }
+    wgmma_commit();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
@@ -233,7 +268,9 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), cm_desc<D>(sXs + kk * 128), kk > 0);
     }
     wgmma_commit();
-    if (it > 0) dx_pass(prev_pos, stage ^ 1);
+    wgmma_wait<1>();
+    fence_regs(dxa);
+    if (it > 0) dx_out(prev_pos, dxa);
     wgmma_wait<0>();
     fence_regs(zs);
     fence_regs(zt);
@@ -254,9 +291,14 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       a[1] = pack2<T>(zs[2 * kk][2], zs[2 * kk][3]);
       a[2] = pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]);
       a[3] = pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3]);
-      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
-      T* zrow = sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
-      bwd_stage_dz<ZP>(zrow, a);
+      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX, in the
+      // core-matrix layout [BN keys][BM rows] (cm_off<BM>: +8 key rows = +8 BM elements, +8 row
+      // columns = +64); each of the four stores of a warp covers 128 contiguous bytes.
+      T* zrow = sZ + stage * BN * ZP + cm_off<BM>(warp * 16 + g, kk * 16 + 2 * tq);
+      *reinterpret_cast<uint32_t*>(zrow) = a[0];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * BM) = a[1];
+      *reinterpret_cast<uint32_t*>(zrow + 64) = a[2];
+      *reinterpret_cast<uint32_t*>(zrow + 8 * BM + 64) = a[3];
     }
     // Warpgroup wg's 64 keys x D: k = the tile's 64 rows, 16 per step (16 D elements apart).
     fence_regs(dy);
@@ -273,9 +315,21 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     cur = next;
   }
   if (iters > 0) {
+    // The last row tile's dZ^T (generic stores) is read by wgmma: fence, then the barrier (which
+    // also orders the staging rows' reuse after the read-side wait).
+    bulk_wait_all<true>();
+    fence_proxy_async();
     __syncthreads();
-    dx_pass(prev_pos, static_cast<int>((iters - 1) & 1));
+    float dxa[XC / 8][4];
+    wgmma_fence();
+    dx_issue(dxa, static_cast<int>((iters - 1) & 1));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(dxa);
+    dx_out(prev_pos, dxa);
   }
+  // Shared memory must outlive the bulk copies' reads; wait for their completion.
+  bulk_wait_all<false>();
 
   bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
 #endif  // LINEAR_ARD_SM90A

@@ -92,7 +92,7 @@ void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCuda
   relation_kl_check(p, true);
   if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return;
   if (use_tensor_cores(p, kernels)) {
-    // dX arrives through atomics from every key tile: start from zero.
+    // dX arrives through atomics (on sm_90a also TMA bulk reduce-adds) from every key tile: start from zero.
     const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
     cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)),
                      "relation_kl_backward: zero dx");
