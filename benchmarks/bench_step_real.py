@@ -295,7 +295,7 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--profile-steps", type=int, default=0, help="also write our profile/ (train/step_profile.h)")
     p.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
-                   help="one more `linear-ard restore` setting for our side (repeatable), e.g. overlap_teacher=false")
+                   help="one more `linear-ard restore` setting for our side (repeatable), e.g. overlap_teacher=true")
     p.add_argument("--out", default=None, help="folder for table.md, results.json and our runs")
     p.add_argument("--tiny", action="store_true", help="bundled 3.7M model on the CPU (smoke run)")
     p.add_argument("--random-weights", action="store_true",

@@ -3,13 +3,15 @@
 and CUDA stream beside the student's must train as the plain order does. Per objective that runs a
 teacher (LinearARD on the last layer and on every layer, LongReD), `linear-ard restore` on a small
 random LLaMA (GQA) in bf16 on the GPU with overlap_teacher=true and =false, and a run whose first
-steps are profiled (there the student's forward waits for the teacher's): every logged figure (losses, their parts, gradient
-norm, held-out losses) must agree. Not bit for bit: the operator's backward adds dX by atomics in a
-varying order (docs/kernel.md, "Determinism"), so two runs of the same settings already differ in
-the last bits of the gradient (measured: ~1e-6 relative in the gradient norm after 5 steps); the
-tolerance is 1e-4 relative, while a missing stream dependency (the teacher reading ids or weights
-not yet written, the loss reading Q/K/V not yet computed) gives different or non-finite numbers.
-Exits non-zero on any failure.
+steps are profiled (there the student's forward waits for the teacher's): every logged figure must
+be finite, and agree. Not bit for bit: the operator's backward adds dX by atomics in a varying order
+(docs/kernel.md, "Determinism"). Measured (2026-11-28, H100): the step-5 gradient norm of the
+last-layer case takes one of two values (9.3239336 or 9.32392025, 1.4e-6 apart) from run to run,
+and a bf16 model a step later turns that into a 1.3 % different gradient norm at step 6, while
+every loss stays equal to 6 digits. So the figures of step 1 (before any update: only the
+atomics' order) must agree to 1e-4 relative, those of later steps to 5e-2; a missing stream
+dependency (the teacher reading ids or weights not yet written, the loss reading Q/K/V not yet
+computed) gives garbage or non-finite numbers. Exits non-zero on any failure.
 
     tests/gpu/check_teacher_overlap.py --build build-gpu
     tests/gpu/check_teacher_overlap.py --build build --device cpu   # smoke run: the inline path only
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 import tiny_teacher  # noqa: E402
 
-TOLERANCE = 1e-4
+TOLERANCE_FIRST, TOLERANCE = 1e-4, 5e-2
 CASES = {
     "ard_last": ["method=ard", "layers=last:1"],
     "ard_all": ["method=ard", "layers=all"],
@@ -54,22 +56,27 @@ def setup(root, device):
 
 
 def max_rel_diff(a, b):
-    """Largest relative difference between two runs' metric lines (inf if they differ in shape or keys)."""
+    """(largest relative difference between two runs' metric lines over its step's tolerance, where): inf if they
+    differ in shape or keys."""
     if len(a) != len(b):
-        return math.inf
-    worst = 0.0
+        return math.inf, f"{len(a)} against {len(b)} lines"
+    worst = (0.0, "")
     for x, y in zip(a, b):
         if x.keys() != y.keys():
-            return math.inf
+            return math.inf, f"keys {sorted(x)} against {sorted(y)}"
         for key in x:
             u, v = x[key], y[key]
+            where = f"step {x.get('step')} {'eval ' if x.get('eval') else ''}{key}: {u!r} against {v!r}"
             if isinstance(u, (int, float)) and isinstance(v, (int, float)):
                 if not (math.isfinite(u) and math.isfinite(v)):
-                    worst = max(worst, 0.0 if u == v else math.inf)
+                    d = 0.0 if u == v else math.inf
                 else:
-                    worst = max(worst, abs(u - v) / max(abs(u), abs(v), 1e-12))
-            elif u != v:
-                return math.inf
+                    d = abs(u - v) / max(abs(u), abs(v), 1e-12)
+            else:
+                d = 0.0 if u == v else math.inf
+            d /= TOLERANCE_FIRST if x.get("step") == 1 else TOLERANCE  # in units of the step's tolerance
+            if d > worst[0]:
+                worst = (d, where)
     return worst
 
 
@@ -98,12 +105,16 @@ def main():
                                          ("profiled", ["overlap_teacher=true", "profile_steps=2"]))}
             losses = [m["loss"] for m in runs["on"] if "loss" in m]
             finite = all(isinstance(x, (int, float)) and math.isfinite(x) for x in losses)
-            worst = max(max_rel_diff(runs["on"], runs[other]) for other in ("off", "profiled"))
-            ok = finite and len(losses) >= 6 and worst <= TOLERANCE
+            diffs = {other: max_rel_diff(runs["on"], runs[other]) for other in ("off", "profiled")}
+            worst = max(d for d, _ in diffs.values())
+            ok = finite and len(losses) >= 6 and worst <= 1
             failures += not ok
             print(f"{'ok' if ok else 'FAIL'} {name}: {len(runs['on'])} metric lines, losses "
-                  f"{', '.join(f'{x:.6f}' for x in losses)}; largest relative difference of overlap on "
-                  f"against off and profiled {worst:.2e} (tolerance {TOLERANCE:.0e})")
+                  f"{', '.join(f'{x:.6f}' for x in losses)}; largest difference of overlap on against off and "
+                  f"profiled {worst:.2e} of its tolerance (step 1: {TOLERANCE_FIRST:.0e}, later {TOLERANCE:.0e} relative)")
+            for other, (d, where) in diffs.items():
+                if d > 0:
+                    print(f"  on against {other}: {d:.2e} of the tolerance at {where}")
     print(f"{failures} failure(s)")
     return 1 if failures else 0
 
