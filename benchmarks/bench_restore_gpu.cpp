@@ -6,7 +6,8 @@
 //   bench_restore_gpu                 LLaMA-2-7B shape, bf16 on CUDA (fp32 on CPU: do not)
 //   bench_restore_gpu --tiny          a 2-layer toy shape (CPU smoke run of the same code)
 //   options: --steps N (timed, default 5) --warmup N (default 2) --no-checkpoint-layers
-//            --overlap-teacher (the teacher's forward beside the student's: train/teacher_overlap.h)
+//            --no-overlap-teacher (the teacher's forward after, not beside, the student's; the
+//            trainer's default overlaps them: train/teacher_overlap.h) --overlap-teacher (the default)
 //            --cases last1:1024,last1:2048,last1:4096,last1:8192,all:4096 (the default; scope:ctx)
 //            --trainable qkv|lora_qkv (default qkv) --lora-rank R (default 1024, alpha 2R: the
 //            authors' peft setting, shared/ANCHORS.md)
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
   bool tiny = false;
   int steps = 5, warmup = 2;
   bool checkpoint_layers = true;
-  bool overlap_teacher = false;
+  bool overlap_teacher = train::RestoreConfig{}.overlap_teacher;
   std::string cases_text;  // default: the paper's rows for the shape
   std::string trainable = "qkv";
   int64_t lora_rank = 1024;
@@ -199,6 +200,7 @@ int main(int argc, char** argv) {
       else if (a == "--warmup") warmup = std::stoi(value());
       else if (a == "--no-checkpoint-layers") checkpoint_layers = false;
       else if (a == "--overlap-teacher") overlap_teacher = true;
+      else if (a == "--no-overlap-teacher") overlap_teacher = false;
       else if (a == "--cases") cases_text = value();
       else if (a == "--trainable") trainable = value();
       else if (a == "--lora-rank") lora_rank = std::stoll(value());

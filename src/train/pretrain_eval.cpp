@@ -15,7 +15,7 @@ PretrainEval pretrain_evaluate(const model::LlamaWeights& weights, const model::
   ctx.teacher_rope = &rope;
   ctx.student_rope = &rope;
   double sum = 0;
-  for (int64_t b = 0; b < ids.size(0); ++b) sum += objective_lm(ctx, overrides, ids.narrow(0, b, 1)).parts.at("loss_lm");
+  for (int64_t b = 0; b < ids.size(0); ++b) sum += objective_lm(ctx, overrides, ids.narrow(0, b, 1)).parts.at("loss_lm").item<double>();
   PretrainEval e;
   e.loss_lm = sum / static_cast<double>(ids.size(0));
   e.perplexity = std::exp(e.loss_lm);

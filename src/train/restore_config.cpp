@@ -247,7 +247,7 @@ const std::vector<ConfigField>& config_fields() {
       CONFIG_FIELD("device", device, "`auto`: cuda if available"),
       CONFIG_FIELD("dtype", dtype, "model dtype; `auto`: bf16 on cuda, fp32 on cpu"),
       CONFIG_FIELD("checkpoint_layers", checkpoint_layers, "recompute the student's layers in backward (activation recomputation)"),
-      CONFIG_FIELD("overlap_teacher", overlap_teacher, "on CUDA, run the frozen teacher's forward on a second host thread and CUDA stream beside the student's (experimental, off by default: +2-3 % on SmolLM2-135M's step; docs/training.md)"),
+      CONFIG_FIELD("overlap_teacher", overlap_teacher, "on CUDA, run the frozen teacher's forward on a second host thread and CUDA stream beside the student's (+3-4 % on SmolLM2-135M's step; the same training as false, up to the dX atomics' order: docs/training.md)"),
       CONFIG_FIELD_ALIAS("output", "output_dir", output, "a folder path",
                          "output folder (required); a run holds `run.lock` in it (flock): a second run on the folder is refused naming the first one's pid"),
       CONFIG_FIELD("overwrite", overwrite, "replace an existing output folder, only when it holds a previous run"),

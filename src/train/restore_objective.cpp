@@ -80,15 +80,15 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
   }
   const double n_layers = static_cast<double>(ctx.layers.size());
   total = total / n_layers;
-  per = per.to(torch::kCPU);
+  per = per / n_layers;
   ObjectiveLoss out;
   if (attention) {
-    out.parts["loss_attention"] = attention_sum.item<double>() / n_layers;
+    out.parts["loss_attention"] = attention_sum / n_layers;
   } else {
-    out.parts["loss_q"] = per[0].item<double>() / n_layers;
-    out.parts["loss_k"] = per[1].item<double>() / n_layers;
+    out.parts["loss_q"] = per[0];
+    out.parts["loss_k"] = per[1];
   }
-  out.parts["loss_v"] = per[2].item<double>() / n_layers;
+  out.parts["loss_v"] = per[2];
 
   if (logits) {
     const int64_t n = ids.size(1);
@@ -97,7 +97,7 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
     const auto log_pt = torch::log_softmax(t.logits.narrow(1, n - k, k).to(torch::kFloat) / temp, -1);
     const auto log_ps = torch::log_softmax(s.logits.narrow(1, n - k, k).to(torch::kFloat) / temp, -1);
     const auto kl = (log_pt.exp() * (log_pt - log_ps)).sum(-1).mean();
-    out.parts["loss_logit_kl"] = kl.item<double>();
+    out.parts["loss_logit_kl"] = kl.detach().to(torch::kDouble);
     total = total + ctx.objective.logit_kl * kl;
   }
   out.total = total;
@@ -120,7 +120,7 @@ ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& 
   ObjectiveLoss out;
   if (!weights.defined()) {
     out.total = torch::nn::functional::cross_entropy(logits, targets);
-    out.parts["loss_lm"] = out.total.item<double>();
+    out.parts["loss_lm"] = out.total.detach().to(torch::kDouble);
     return out;
   }
   TORCH_CHECK(weights.sizes() == ids.sizes(), "objective_lm: weights ", weights.sizes(), " do not match ids ", ids.sizes());
@@ -128,7 +128,7 @@ ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& 
       logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   const auto w = weights.narrow(1, 1, n - 1).reshape({-1}).to(ce.options());
   out.total = (ce * w).sum() / w.sum();
-  out.parts["loss_lm"] = ce.detach().mean().item<double>();
+  out.parts["loss_lm"] = ce.detach().mean().to(torch::kDouble);
   return out;
 }
 
@@ -159,7 +159,7 @@ ObjectiveLoss objective_longred(const ObjectiveContext& ctx, const model::Overri
   }
   total = total / static_cast<double>(ctx.layers.size());
   ObjectiveLoss out;
-  out.parts["loss_hidden_cos"] = total.item<double>();
+  out.parts["loss_hidden_cos"] = total.detach().to(torch::kDouble);
   out.total = total;
   return out;
 }

@@ -13,18 +13,78 @@ namespace linear_ard::train {
 
 namespace {
 
-// The global 2-norm of the gradients before clipping (torch.nn.utils.clip_grad_norm_ with
-// foreach: one multi-tensor norm, one multi-tensor scale); scales them to max_norm when above it
-// and finite. An infinite max_norm only measures.
-double grad_norm_clip(const std::vector<torch::Tensor>& params, double max_norm) {
+// The gradients of `params` that exist.
+std::vector<torch::Tensor> gradients_of(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return 0.0;
-  const double norm = torch::stack(torch::_foreach_norm(grads, 2)).norm(2).item<double>();
+  return grads;
+}
+
+// The global 2-norm of `grads` on their device (torch.nn.utils.clip_grad_norm_ with foreach: one
+// multi-tensor norm), as a 1-element fp64 tensor; 0 without gradients.
+torch::Tensor grad_norm_device(const std::vector<torch::Tensor>& grads, const torch::TensorOptions& options) {
+  if (grads.empty()) return torch::zeros({1}, options);
+  return torch::stack(torch::_foreach_norm(grads, 2)).norm(2).to(torch::kDouble).reshape({1});
+}
+
+// Scales `grads` to max_norm when their norm is above it and finite (one multi-tensor scale). An
+// infinite max_norm only measures.
+void grad_clip(const std::vector<torch::Tensor>& grads, double norm, double max_norm) {
   const double coef = max_norm / (norm + 1e-6);
-  if (std::isfinite(norm) && coef < 1.0) torch::_foreach_mul_(grads, coef);
-  return norm;
+  if (!grads.empty() && std::isfinite(norm) && coef < 1.0) torch::_foreach_mul_(grads, coef);
+}
+
+// The step's loss and parts (summed over the micro-batches, then their means; fp64 on the loss's
+// device), in the order total, then the parts by name.
+struct StepSums {
+  torch::Tensor values;
+  std::vector<std::string> names;
+
+  void add(const ObjectiveLoss& l) {
+    std::vector<torch::Tensor> v{l.total.detach().to(torch::kDouble).reshape({})};
+    std::vector<std::string> keys;
+    for (const auto& [k, t] : l.parts) {
+      v.push_back(t.reshape({}));
+      keys.push_back(k);
+    }
+    const torch::Tensor stacked = torch::stack(v);
+    if (!values.defined()) {
+      values = torch::zeros_like(stacked);
+      names = keys;
+    }
+    if (keys != names) throw std::logic_error("restore_step: the micro-batches' losses have different parts");
+    values += stacked;
+  }
+  // Sums to means over the micro-batches.
+  void mean(int64_t accum) { values /= static_cast<double>(accum); }
+};
+
+// Every rank's loss is a mean over equally many blocks: the global mean is the mean over ranks.
+void sums_average_ranks(StepSums& sums, const dist::GradientBuckets& gradients) {
+  const dist::Distributed& d = gradients.distributed();
+  d.all_reduce_sum(sums.values, "averaging the step's loss");
+  sums.values /= static_cast<double>(d.world_size());
+}
+
+// The step's result from the host copy of [means..., grad norm]; throws StepDiverged on a non-finite
+// loss or norm (the update not yet applied).
+StepResult step_result_read(const StepSums& sums, const torch::Tensor& host, int64_t step) {
+  const auto* v = host.data_ptr<double>();
+  StepResult result;
+  result.loss = v[0];
+  for (size_t i = 0; i < sums.names.size(); ++i) result.parts[sums.names[i]] = v[i + 1];
+  result.grad_norm = v[sums.names.size() + 1];
+  const std::string where = "step " + std::to_string(step) + ": ";
+  const std::string advice = "; stopped before this step's update (try dtype=fp32 or a lower lr)";
+  if (!std::isfinite(result.loss)) {
+    std::string detail;
+    for (const auto& [k, x] : result.parts) detail += (detail.empty() ? "" : ", ") + k + " " + std::to_string(x);
+    throw StepDiverged(where + "loss is " + std::to_string(result.loss) + " (" + detail + ")" + advice);
+  }
+  if (!std::isfinite(result.grad_norm))
+    throw StepDiverged(where + "gradient norm is " + std::to_string(result.grad_norm) + advice);
+  return result;
 }
 
 }  // namespace
@@ -40,8 +100,9 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
   } else {
     optimizer.zero_grad();
   }
-  StepResult result;
-  const auto accum = static_cast<double>(settings.grad_accum);
+  // Nothing is read to the host until every micro-batch's backward is queued: a non-finite loss
+  // backpropagates non-finite gradients, and is caught below, before the update.
+  StepSums sums;
   for (int64_t a = 0; a < settings.grad_accum; ++a) {
     torch::Tensor batch;
     model::Overrides overrides;
@@ -54,44 +115,26 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
       overrides = trainables.overrides(settings.dtype, /*training=*/true);
     }
     const ObjectiveLoss l = loss(overrides, batch);
-    const double value = l.total.item<double>();
-    if (!std::isfinite(value)) {
-      std::string detail;
-      for (const auto& [k, v] : l.parts) detail += (detail.empty() ? "" : ", ") + k + " " + std::to_string(v);
-      throw StepDiverged("step " + std::to_string(settings.global_step) + ": loss is " + std::to_string(value) +
-                               " (" + detail + "); stopped before this step's update (try dtype=fp32 or a lower lr)");
-    }
     if (settings.gradients && a + 1 == settings.grad_accum) settings.gradients->arm();
     PhaseScope phase("backward");
-    (l.total / accum).backward();
-    result.loss += value;
-    for (const auto& [k, v] : l.parts) result.parts[k] += v;
+    (l.total / static_cast<double>(settings.grad_accum)).backward();
+    sums.add(l);
   }
-  result.loss /= accum;
-  for (auto& [k, v] : result.parts) v /= accum;
+  sums.mean(settings.grad_accum);
   if (settings.gradients) {
     PhaseScope phase("all_reduce");
     settings.gradients->finish();
-    // Every rank's loss is a mean over equally many blocks: the global mean is the mean over ranks.
-    const dist::Distributed& d = settings.gradients->distributed();
-    std::vector<double> values{result.loss};
-    for (const auto& [k, v] : result.parts) values.push_back(v);
-    torch::Tensor t = torch::tensor(values, torch::kDouble).to(d.device());
-    d.all_reduce_sum(t, "averaging the step's loss");
-    t = t.cpu() / static_cast<double>(d.world_size());
-    result.loss = t[0].item<double>();
-    int64_t i = 1;
-    for (auto& [k, v] : result.parts) v = t[i++].item<double>();
+    sums_average_ranks(sums, *settings.gradients);
   }
-  const double max_norm = settings.clip_grad_norm > 0 ? settings.clip_grad_norm : std::numeric_limits<double>::infinity();
+  StepResult result;
   {
     PhaseScope phase("clip_grad_norm");
-    result.grad_norm = grad_norm_clip(trainables.parameters(), max_norm);
+    const std::vector<torch::Tensor> grads = gradients_of(trainables.parameters());
+    const torch::Tensor norm = grad_norm_device(grads, sums.values.options());
+    result = step_result_read(sums, torch::cat({sums.values, norm}).cpu(), settings.global_step);
+    grad_clip(grads, result.grad_norm,
+              settings.clip_grad_norm > 0 ? settings.clip_grad_norm : std::numeric_limits<double>::infinity());
   }
-  if (!std::isfinite(result.grad_norm))
-    throw StepDiverged("step " + std::to_string(settings.global_step) + ": gradient norm is " +
-                             std::to_string(result.grad_norm) +
-                             "; stopped before this step's update (try dtype=fp32 or a lower lr)");
   PhaseScope phase("optimizer");
   optimizer.step();
   return result;

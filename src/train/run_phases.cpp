@@ -139,13 +139,20 @@ std::vector<json> metrics_read(const std::string& path, int64_t step) {
   return records;
 }
 
+// A host tensor on `device`; to a GPU from pinned memory without a stream synchronisation, so the
+// host can queue the step's kernels while the previous step's still run (pageable copies wait).
+torch::Tensor host_to_device(const torch::Tensor& host, const torch::Device& device) {
+  if (!device.is_cuda()) return host.to(device);
+  return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 torch::Tensor ids_tensor(const std::vector<std::vector<int32_t>>& blocks, const torch::Device& device) {
   const auto n = static_cast<int64_t>(blocks.front().size());
   auto ids = torch::empty({static_cast<int64_t>(blocks.size()), n}, torch::kLong);
   auto* p = ids.data_ptr<int64_t>();
   for (const auto& b : blocks)
     for (int32_t id : b) *p++ = id;
-  return ids.to(device);
+  return host_to_device(ids, device);
 }
 
 // The LM-loss weights [B, n] of a micro-batch (1 for blocks without weights); undefined when no
@@ -157,7 +164,7 @@ torch::Tensor weights_tensor(const std::vector<MixedBlock>& blocks, const torch:
   for (size_t b = 0; b < blocks.size(); ++b)
     if (!blocks[b].weights.empty())
       weights[static_cast<int64_t>(b)].copy_(torch::tensor(blocks[b].weights));
-  return weights.to(device);
+  return host_to_device(weights, device);
 }
 
 // The micro-batch source of one step: the stage's next blocks (mixed), their LM-loss weights left

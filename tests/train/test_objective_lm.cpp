@@ -81,7 +81,7 @@ TEST(ObjectiveLm, WeightedLossMatchesByHandReference) {
   EXPECT_NEAR(weighted.total.item<double>(), expected, 1e-5 * expected);
   // loss_lm stays the plain mean, comparable with unweighted runs.
   const double plain = weighted_nll_reference(logits, ids, torch::ones({3, 29}));
-  EXPECT_NEAR(weighted.parts.at("loss_lm"), plain, 1e-5 * plain);
+  EXPECT_NEAR(weighted.parts.at("loss_lm").item<double>(), plain, 1e-5 * plain);
   EXPECT_GT(std::abs(expected - plain), 1e-3) << "the weights must change the loss";
 }
 
@@ -95,7 +95,7 @@ TEST(ObjectiveLm, NoWeightsIsThePlainMeanAndOnesMatchIt) {
   const auto before = torch::nn::functional::cross_entropy(logits.narrow(1, 0, 30).reshape({-1, m.config.vocab_size}),
                                                            ids.narrow(1, 1, 30).reshape({-1}));
   EXPECT_EQ(none.total.item<float>(), before.item<float>());
-  EXPECT_EQ(none.parts.at("loss_lm"), none.total.item<double>());
+  EXPECT_EQ(none.parts.at("loss_lm").item<double>(), none.total.item<double>());
   const train::ObjectiveLoss ones = train::objective_lm(m.ctx, {}, ids, torch::ones({2, 31}));
   EXPECT_NEAR(ones.total.item<double>(), none.total.item<double>(), 1e-6 * none.total.item<double>());
   EXPECT_NEAR(weighted_nll_reference(logits, ids, torch::ones({2, 31})), none.total.item<double>(),

@@ -120,7 +120,7 @@ struct RestoreConfig {
   RunDevice device = RunDevice::kAuto;
   RunDtype dtype = RunDtype::kAuto;
   bool checkpoint_layers = false;
-  bool overlap_teacher = false;
+  bool overlap_teacher = true;
   std::string output;
   bool overwrite = false;
   int64_t eval_every = 0;

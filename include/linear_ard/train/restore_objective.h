@@ -26,7 +26,7 @@ struct ObjectiveContext {
   ObjectiveConfig objective;
   int64_t longred_max_skip = 1;
   bool recompute_layers = false;
-  bool overlap_teacher = false;            // the teacher's forward beside the student's (teacher_overlap.h)
+  bool overlap_teacher = true;             // the teacher's forward beside the student's (teacher_overlap.h)
 };
 
 // The context of run `config` (lambdas, objective, LongReD skip, checkpoint_layers as recompute_layers,
@@ -37,10 +37,12 @@ ObjectiveContext objective_context_make(const RestoreConfig& config, const model
                                         std::vector<int64_t> layers);
 
 // The loss to backpropagate and its parts for the metrics (loss_q, loss_k, loss_v or
-// loss_attention, loss_v; loss_logit_kl; loss_lm; loss_hidden_cos).
+// loss_attention, loss_v; loss_logit_kl; loss_lm; loss_hidden_cos). The parts are detached fp64
+// scalars on the loss's device, never read here: the step reads them with the gradient norm, after
+// the backward is queued, so the host does not wait for the forward before launching it.
 struct ObjectiveLoss {
   torch::Tensor total;
-  std::map<std::string, double> parts;
+  std::map<std::string, torch::Tensor> parts;
 };
 
 // LinearARD: relations (Q/Q+K/K+V/V, or attention map (Q,K) weighted by lambda_q + V/V) averaged

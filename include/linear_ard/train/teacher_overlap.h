@@ -17,8 +17,9 @@ namespace linear_ard::train {
 // student's forward; get() returns its outputs. The two forwards are independent until the loss, and
 // a small model's step is partly bound by launching its kernels from one host thread: a second thread
 // (one long-lived thread of the process) launching the teacher's onto a second stream fills some of the
-// gaps (+2-3 % on SmolLM2-135M, about +1 % at the 7B shape: docs/training.md). Off by default
-// (RestoreConfig::overlap_teacher) until the occasional difference docs/training.md records is explained.
+// gaps (+3-4 % on SmolLM2-135M, about +1 % at the 7B shape: docs/training.md). On by default
+// (RestoreConfig::overlap_teacher); its occasional difference from the plain order in bf16 is the
+// operator's dX atomics' order, which a busy GPU changes with the overlap off too (docs/training.md).
 //
 // On a CUDA `device` with `overlap` on, the side stream (one per device, from torch's pool) first
 // waits for the caller's current stream, so `forward` sees every earlier write (the ids, the weights);

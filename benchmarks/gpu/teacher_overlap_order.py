@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Is overlap_teacher's occasional difference from the plain order a race or the operator's dX atomics'
+order? Runs tests/gpu/check_teacher_overlap.py's last-layer case several times each: bf16 with the
+overlap off, on, and both beside a second process keeping the GPU busy (which changes the timing, not
+the stream order); fp32 (the SIMT operator: no atomics) off and on. Prints every run's gradient
+norms and, last, the distinct values of steps 5 and 6 per setting.
+
+    benchmarks/gpu/teacher_overlap_order.py --build build-gpu [--runs 3]
+"""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+import check_teacher_overlap as check  # noqa: E402
+
+BUSY = """import time, torch
+a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)
+t0 = time.time()
+while time.time() - t0 < 600:
+    for _ in range(20): a.add_(a @ a, alpha=1e-6)
+    torch.cuda.synchronize(); time.sleep(0.001)
+"""
+SETTINGS = (("off", False, False), ("on", True, False), ("off+busy", False, True), ("on+busy", True, True))
+
+
+def grad_norms(build, config, out, settings):
+    cmd = [str(Path(build) / "src" / "cli" / "linear-ard"), "restore", str(config), f"output={out}", *settings]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL {' '.join(cmd)}\n{r.stderr[-2000:]}")
+    lines = [json.loads(x) for x in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    return {m["step"]: m["grad_norm"] for m in lines if "grad_norm" in m}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=str(ROOT / "build"))
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    seen = {}
+    with tempfile.TemporaryDirectory(prefix="overlap_order_") as tmp:
+        for dtype in ("bf16", "fp32"):
+            root = Path(tmp) / dtype
+            root.mkdir()
+            config = check.setup(root, "cuda")
+            for label, overlap, busy in SETTINGS:
+                if dtype == "fp32" and busy:
+                    continue
+                for i in range(args.runs):
+                    load = subprocess.Popen([sys.executable, "-c", BUSY]) if busy else None
+                    if load:
+                        time.sleep(3)
+                    try:
+                        g = grad_norms(args.build, config, root / f"{label}_{i}", check.CASES["ard_last"] +
+                                       [f"overlap_teacher={str(overlap).lower()}", f"dtype={dtype}"])
+                    finally:
+                        if load:
+                            load.kill()
+                            load.wait()
+                    print(f"{dtype} {label:9s} run {i}: " + " ".join(f"s{s}={v:.10g}" for s, v in sorted(g.items())), flush=True)
+                    seen.setdefault((dtype, label), []).append(g)
+    print("\n| dtype | overlap | step-5 gradient norms (runs) | step-6 |\n|---|---|---|---|")
+    for (dtype, label), runs in seen.items():
+        c5, c6 = Counter(round(g[5], 10) for g in runs), Counter(round(g[6], 6) for g in runs)
+        print(f"| {dtype} | {label} | {', '.join(f'{k:.10g} ({n})' for k, n in c5.items())} | "
+              f"{', '.join(f'{k:.6g} ({n})' for k, n in c6.items())} |")
+
+
+if __name__ == "__main__":
+    main()
