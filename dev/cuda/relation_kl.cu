@@ -12,6 +12,8 @@
 //                in flight during the softmax of tile t (sm_90a, D <= 128; relation_kl_fwd_wgmma.cuh)
 //             6  5's tiles with a producer warp (mbarrier ring of 4 stages) and the two consumer
 //                warpgroups ping-ponged on named barriers (sm_90a, D <= 128; relation_kl_fwd_pingpong.cuh)
+//             7  6 with two key tiles a turn (S(t+1) in flight during the update of S(t), as 5) and
+//                a producer warpgroup giving its registers to the consumers (setmaxnreg)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -351,7 +353,7 @@ bool forward_pipelined(const RelationKLParams& p) {
   return true;
 }
 
-// Versions 5 and 6 (kVersion) on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128.
+// Versions 5, 6 and 7 (kVersion) on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128.
 // Returns false where they cannot run.
 template <int kVersion>
 bool forward_wgmma(const RelationKLParams& p) {
@@ -366,8 +368,8 @@ bool forward_wgmma(const RelationKLParams& p) {
   auto launch = [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
-    if constexpr (kVersion == 6) {
-      cuda::relation_kl_fwd_pingpong_launch<T, D>(p, vs, vt);
+    if constexpr (kVersion == 6 || kVersion == 7) {
+      cuda::relation_kl_fwd_pingpong_launch<T, D, kVersion == 7>(p, vs, vt);
     } else {
       cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
     }
@@ -411,6 +413,7 @@ const std::vector<Version>& forward_versions() {
       {4, "mma.sync pipelined, X in shared memory", forward_pipelined<false>},
       {5, "wgmma pipelined, 2 warpgroups", forward_wgmma<5>},
       {6, "wgmma, producer warp, 2 warpgroups ping-pong", forward_wgmma<6>},
+      {7, "wgmma, producer warpgroup, 2 warpgroups ping-pong, tile pairs", forward_wgmma<7>},
   };
   return v;
 }
@@ -479,6 +482,7 @@ int run_version(const Version& v, bool backward) {
     failures += !ok;
     std::printf("%-4s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL", relation_kl_describe(spec).c_str(),
                 e.kl, e.lse, e.dx, e.dy);
+    std::fflush(stdout);  // what ran so far survives a version that hangs or faults
   }
   for (const RelationKLProblemSpec& spec : relation_kl_perf_cases(true)) {
     if (spec.seq_len != 4096 && spec.seq_len != 8192) continue;

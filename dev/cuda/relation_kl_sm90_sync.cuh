@@ -35,18 +35,23 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 }
 
 // Waits (acquire) until the phase of parity `parity` has completed: phase k of a barrier has
-// parity k & 1, and the first phase (0) is the one in progress after init.
+// parity k & 1, and the first phase (0) is the one in progress after init. A dev-harness watchdog:
+// after 2^28 failed tries (each try_wait suspends for a while before it fails: seconds in all, where
+// a real wait lasts microseconds) the kernel traps, so that a phase bookkeeping error shows as a
+// launch failure instead of a hung process.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 #ifdef LINEAR_ARD_SM90A
   const uint32_t addr = smem_u32(bar);
   uint32_t done;
-  do {
+  for (uint32_t tries = 0;; ++tries) {
     asm volatile(
         "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
         : "=r"(done)
         : "r"(addr), "r"(parity)
         : "memory");
-  } while (!done);
+    if (done) break;
+    if (tries == (1u << 28)) __trap();
+  }
 #endif
 }
 
@@ -60,6 +65,22 @@ __device__ __forceinline__ void named_bar_sync(int id, int threads) {
 __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
 #ifdef LINEAR_ARD_SM90A
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+
+// Warpgroup register reallocation (every warp of the warpgroup executes it): lowers this
+// warpgroup's per-thread register count to N (dec) or raises it to N (inc; waits until the
+// registers freed by other warpgroups' dec are there). N a multiple of 8 in [24, 256].
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 #endif
 }
 
