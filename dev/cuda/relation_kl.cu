@@ -10,6 +10,10 @@
 //             4  3 with X read from shared memory per k-step, 3 CTAs/SM (D <= 128)
 //             5  wgmma, 2 warpgroups x 64 rows, 64-key tiles in 3 cp.async stages, S of tile t+1
 //                in flight during the softmax of tile t (sm_90a, D <= 128; relation_kl_fwd_wgmma.cuh)
+//             6  5's tiles with a producer warp (mbarrier ring of 4 stages) and the two consumer
+//                warpgroups ping-ponged on named barriers (sm_90a, D <= 128; relation_kl_fwd_pingpong.cuh)
+//             7  6 with two key tiles a turn (S(t+1) in flight during the update of S(t), as 5) and
+//                a producer warpgroup giving its registers to the consumers (setmaxnreg)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -37,6 +41,7 @@
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
+#include "relation_kl_fwd_pingpong.cuh"             // defines: relation_kl_fwd_pingpong_launch
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_wgmma.cuh"               // defines: relation_kl_fwd_wgmma_launch
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
@@ -348,8 +353,9 @@ bool forward_pipelined(const RelationKLParams& p) {
   return true;
 }
 
-// Version 5 on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128. Returns false where it
-// cannot run.
+// Versions 5, 6 and 7 (kVersion) on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128.
+// Returns false where they cannot run.
+template <int kVersion>
 bool forward_wgmma(const RelationKLParams& p) {
   const int d = std::max(p.student.head_dim, p.teacher.head_dim);
   if ((p.dtype != DType::kBF16 && p.dtype != DType::kF16) || d > 128 || !cuda::relation_kl_sm90a_available()) {
@@ -359,11 +365,19 @@ bool forward_wgmma(const RelationKLParams& p) {
   if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return true;
   const size_t e = dtype_size(p.dtype);
   const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
-  auto by_type = [&](auto t) {
+  auto launch = [&](auto t, auto dim) {
     using T = decltype(t);
-    if (d <= 64) return cuda::relation_kl_fwd_wgmma_launch<T, 64>(p, vs, vt);
-    if (d <= 96) return cuda::relation_kl_fwd_wgmma_launch<T, 96>(p, vs, vt);
-    cuda::relation_kl_fwd_wgmma_launch<T, 128>(p, vs, vt);
+    constexpr int D = decltype(dim)::value;
+    if constexpr (kVersion == 6 || kVersion == 7) {
+      cuda::relation_kl_fwd_pingpong_launch<T, D, kVersion == 7>(p, vs, vt);
+    } else {
+      cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
+    }
+  };
+  auto by_type = [&](auto t) {
+    if (d <= 64) return launch(t, std::integral_constant<int, 64>{});
+    if (d <= 96) return launch(t, std::integral_constant<int, 96>{});
+    launch(t, std::integral_constant<int, 128>{});
   };
   if (p.dtype == DType::kBF16) {
     by_type(__nv_bfloat16{});
@@ -397,7 +411,9 @@ const std::vector<Version>& forward_versions() {
        }},
       {3, "mma.sync pipelined, X in registers", forward_pipelined<true>},
       {4, "mma.sync pipelined, X in shared memory", forward_pipelined<false>},
-      {5, "wgmma pipelined, 2 warpgroups", forward_wgmma},
+      {5, "wgmma pipelined, 2 warpgroups", forward_wgmma<5>},
+      {6, "wgmma, producer warp, 2 warpgroups ping-pong", forward_wgmma<6>},
+      {7, "wgmma, producer warpgroup, 2 warpgroups ping-pong, tile pairs", forward_wgmma<7>},
   };
   return v;
 }
@@ -466,6 +482,7 @@ int run_version(const Version& v, bool backward) {
     failures += !ok;
     std::printf("%-4s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL", relation_kl_describe(spec).c_str(),
                 e.kl, e.lse, e.dx, e.dy);
+    std::fflush(stdout);  // what ran so far survives a version that hangs or faults
   }
   for (const RelationKLProblemSpec& spec : relation_kl_perf_cases(true)) {
     if (spec.seq_len != 4096 && spec.seq_len != 8192) continue;

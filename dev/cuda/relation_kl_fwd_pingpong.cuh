@@ -1,0 +1,296 @@
+// Forward versions 6 and 7 of dev/cuda: FlashAttention-3's forward scheme on version 5's wgmma
+// tiles. A producer warp streams the key tiles into a ring of shared-memory stages (mbarriers
+// "full" and "empty" per stage, no CTA barrier in the loop); two consumer warpgroups of 64 rows each
+// take turns at the tensor cores (named barriers, "ping-pong"), so that one warpgroup's
+// exponentials run while the other's logit GEMMs do. Version 6 issues one key tile a turn; version
+// 7 (kPairs) two, with version 5's overlap inside the turn (the update of S(t) while S(t+1) runs),
+// which takes a second accumulator set and so a whole producer warpgroup whose registers go to the
+// consumers (setmaxnreg).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "relation_kl_fwd_pipelined.cuh"  // defines: FwdLogits, FwdRowStats, FwdTileMask, fwd_pipe_update, fwd_pipe_store
+#include "relation_kl_fwd_wgmma.cuh"      // defines: fwd_wgmma_pin
+#include "relation_kl_sm90.cuh"           // defines: cm_desc, wgmma_m64n64k16_ss, wgmma_*, fence_proxy_async, fence_regs
+#include "relation_kl_sm90_sync.cuh"      // defines: mbar_*, fence_mbarrier_init, named_bar_sync, named_bar_arrive
+
+namespace linear_ard {
+namespace cuda {
+
+// CTA = 2 consumer warpgroups x 64 query rows (warps 0-7) + the producer: warp 8 (version 6, 288
+// threads) or warpgroup 2 (version 7, 384 threads, of which warp 8 loads and warps 9-11 only give
+// their registers back). Shared memory (core-matrix layout of load_tile_cm, version 5's): X_s, X_t
+// [128 x D] (loaded once, with key tile 0), Y [stage][s, t][64 x D] in a ring of kStages stages,
+// then the mbarriers full[kStages], empty[kStages]: 196,672 bytes at D = 128, version 5's plus 64.
+template <int D, bool kPairs>
+struct FwdPingPongTile {
+  static_assert(D == 64 || D == 96 || D == 128, "the ping-pong forward covers the buckets up to 128");
+  static constexpr int kRows = 128;
+  static constexpr int kKeys = 64;
+  static constexpr int kStages = 4;
+  // cp.async groups the producer keeps in flight before it signals a stage full (< kStages).
+  static constexpr int kLag = 2;
+  static constexpr int kConsumers = 256;
+  static constexpr int kThreads = kConsumers + (kPairs ? 128 : 32);
+  // Version 7's register split (setmaxnreg): 128 x 72 + 256 x 216 = 64,512 of the SM's 65,536, i.e.
+  // 3 x 168 a thread, the count ptxas gives the 384-thread kernel (the sum must match it).
+  static constexpr int kProducerRegs = 72;
+  static constexpr int kConsumerRegs = 216;
+  static constexpr size_t kTileBytes = size_t(2 * kRows + kStages * 2 * kKeys) * D * 2;
+  static constexpr size_t kSmemBytes = kTileBytes + 2 * kStages * sizeof(uint64_t);
+  static_assert(kLag < kStages, "the producer would wait for a stage it has not yet signalled");
+};
+
+// Named barriers of the ping-pong: warpgroup w waits at kFwdTurnBarrier + w for its turn to issue.
+constexpr int kFwdTurnBarrier = 1;
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+// load_tile_cm for one warp (lane 0..31) instead of a CTA: rows [row0, row0 + ROWS) x columns
+// [0, D) into the core-matrix layout, zeros past n and d. Chunk c = lane + 32 i (32 divides D, so a
+// lane keeps its row within each 8-row group, lane % 8, and the columns 8 (lane / 8) + 32 j): the
+// same global coalescing and contiguous shared-memory stores as the CTA loader's. `vec`: cp.async
+// (16-byte aligned rows, d % 8 == 0); otherwise element by element with plain stores.
+template <typename T, int ROWS, int D>
+__device__ __forceinline__ void fwd_warp_load_cm(T* smem, const T* g, int64_t stride, int64_t row0, int64_t n, int d,
+                                                 bool vec, int lane) {
+  static_assert(D % 32 == 0 && ROWS % 8 == 0, "chunk mapping");
+  if (vec) {
+    // Row groups one at a time (not unrolled): the producer warp keeps few registers.
+    const T* src = g + (row0 + (lane & 7)) * stride + (lane >> 3) * 8;
+    T* dst = smem + 8 * lane;
+    const int left = static_cast<int>(max(int64_t(0), min(n - row0 - (lane & 7), int64_t(ROWS))));
+#pragma unroll 1
+    for (int r = 0; r < ROWS; r += 8, src += 8 * stride, dst += 8 * D) {
+      const bool row_ok = r < left;
+#pragma unroll
+      for (int j = 0; j < D / 32; ++j) {
+        const bool ok = row_ok && (lane >> 3) * 8 + 32 * j < d;
+        cp_async16(dst + 256 * j, ok ? src + 32 * j : g, ok ? 16 : 0);
+      }
+    }
+  } else {
+    for (int e = lane; e < ROWS * D; e += 32) {
+      const int r = e / D, col = e % D;
+      const bool ok = row0 + r < n && col < d;
+      smem[cm_off<D>(r, col)] = ok ? g[(row0 + r) * stride + col] : T(0.f);
+    }
+  }
+}
+
+// The producer's loop (lane 0..31 of the producer warp): for key tile t = 0, 1, ..., wait until
+// stage t mod K is empty (the consumers' release of tile t - K), issue the cp.async of Y_s(t),
+// Y_t(t) (and of X_s, X_t with tile 0) as one group, then wait for the group of tile t - kLag
+// (cp.async.wait_group kLag), fence it to the async proxy and arrive on full[(t - kLag) mod K]; the
+// last kLag tiles are signalled after the loop. Non-aligned inputs take the plain-store path of
+// fwd_warp_load_cm, behind the same fence and arrive.
+template <typename T, int D, typename Tile>
+__device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, T* sXs, T* sXt, T* sY, uint64_t* full,
+                                                     uint64_t* empty, int64_t b, int h, int64_t r0, int ntiles,
+                                                     bool vec_s, bool vec_t) {
+  constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages, kLag = Tile::kLag;
+  const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
+  const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+  const int64_t n = p.seq_len;
+  const int ds = p.student.head_dim, dt = p.teacher.head_dim, lane = threadIdx.x % 32;
+  fwd_warp_load_cm<T, BM, D>(sXs, S.x, p.student.x_row_stride, r0, n, ds, vec_s, lane);  // in tile 0's group
+  fwd_warp_load_cm<T, BM, D>(sXt, Tt.x, p.teacher.x_row_stride, r0, n, dt, vec_t, lane);
+  for (int t = 0; t < ntiles; ++t) {
+    const int s = t % K;
+    if (t >= K) mbar_wait(&empty[s], ((t / K) & 1) ^ 1);
+    T* dst = sY + s * 2 * BN * D;
+    fwd_warp_load_cm<T, BN, D>(dst, S.y, p.student.y_row_stride, int64_t(t) * BN, n, ds, vec_s, lane);
+    fwd_warp_load_cm<T, BN, D>(dst + BN * D, Tt.y, p.teacher.y_row_stride, int64_t(t) * BN, n, dt, vec_t, lane);
+    cp_async_commit();
+    if (t >= kLag) {
+      cp_async_wait<kLag>();  // this lane's copies of tile t - kLag have landed
+      fence_proxy_async();
+      mbar_arrive(&full[(t - kLag) % K]);
+    }
+  }
+  cp_async_wait<0>();
+  fence_proxy_async();
+  for (int t = max(0, ntiles - kLag); t < ntiles; ++t) mbar_arrive(&full[t % K]);
+}
+
+// Grid (ceil(n / 128), H, B), heaviest causal row blocks first; one CTA per SM. The producer runs
+// fwd_pingpong_produce; a full barrier takes 32 arrivals (each producer lane's own copies), an
+// empty one 8 (lane 0 of each consumer warp, once its wgmmas reading the stage have completed).
+//
+// Consumer warpgroup w (rows 64w..64w+63 of the CTA's 128), version 6 (one tile a turn), per key
+// tile t:
+//   wait full[t mod K] (Y(t) visible to wgmma);
+//   bar.sync (turn barrier of w): the other warpgroup has issued its GEMMs of its previous turn;
+//   issue S(t) = both models' X Y(t)^T (2 x D/16 wgmma.m64n64k16, one commit group);
+//   bar.arrive (turn barrier of the other warpgroup): it may issue now;
+//   wgmma.wait_group 0; lane 0 of each warp arrives on empty[t mod K];
+//   update by S(t) (version 2's online softmax/KL, masked on the tiles that need it), while the
+//   tensor cores run the other warpgroup's GEMMs.
+// So the issue order on the tensor cores alternates S_0(t), S_1(t), S_0(t+1), ... and each
+// warpgroup's update overlaps the other's GEMMs.
+// Version 7 (kPairs) takes key tiles two a turn, as version 5 took them per barrier: wait full for
+// t and t+1, bar.sync, issue S(t) into za and S(t+1) into zb (two commit groups), bar.arrive,
+// wgmma.wait_group 1, release stage t, update by S(t) while the tensor cores run S(t+1) (and then
+// the other warpgroup's pair), wgmma.wait_group 0, release stage t+1, update by S(t+1). An odd
+// last tile's S(t+1) is issued anyway, on a stage no one writes any more (its result is dropped):
+// the issue stays unconditional, as in version 5.
+// Warpgroup 1 arrives once on warpgroup 0's turn barrier before the loop (warpgroup 0 goes first)
+// and warpgroup 0 takes that extra arrival back after its loop, so both barriers end balanced. Both
+// warpgroups run the CTA's ntiles tiles (as in version 5, warpgroup 0's last causal tile is all
+// hidden); every issue is waited for in its own iteration, so no accumulator is in flight across
+// the loop's back edge (version 5's C7514 note).
+template <typename T, int D, bool kPairs>
+__global__ void __launch_bounds__(FwdPingPongTile<D, kPairs>::kThreads, 1)
+    relation_kl_fwd_pingpong_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+#ifdef LINEAR_ARD_SM90A
+  using Tile = FwdPingPongTile<D, kPairs>;
+  constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8;
+  extern __shared__ __align__(128) unsigned char fwd_pingpong_smem[];
+  T* sXs = reinterpret_cast<T*>(fwd_pingpong_smem);
+  T* sXt = sXs + BM * D;
+  T* sY = sXt + BM * D;  // [stage][model s, t][BN x D]
+  uint64_t* full = reinterpret_cast<uint64_t*>(fwd_pingpong_smem + Tile::kTileBytes);
+  uint64_t* empty = full + K;
+
+  const int h = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len;
+  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const int64_t kv_end = p.causal ? min(n, r0 + BM) : n;
+  const int ntiles = static_cast<int>((kv_end + BN - 1) / BN);
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      mbar_init(&full[s], 32);
+      mbar_init(&empty[s], Tile::kConsumers / 32);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier
+
+  if (threadIdx.x >= Tile::kConsumers) {
+    if constexpr (kPairs) setmaxnreg_dec<Tile::kProducerRegs>();
+    if (threadIdx.x < Tile::kConsumers + 32) {
+      fwd_pingpong_produce<T, D, Tile>(p, sXs, sXt, sY, full, empty, b, h, r0, ntiles, vec_s, vec_t);
+    }
+    return;
+  }
+  if constexpr (kPairs) setmaxnreg_inc<Tile::kConsumerRegs>();
+
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, g = (threadIdx.x % 32) / 4;
+  const bool lane0 = threadIdx.x % 32 == 0;
+  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
+  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
+  // Tiles [0, nfull) need no mask (version 2's split, for the CTA's first row).
+  const int64_t last_free = min(n - 1, p.causal ? r0 : n - 1);
+  const int nfull = kmask ? 0 : static_cast<int>(min(int64_t(ntiles), (last_free + 1) / BN));
+
+  // This warpgroup's A operands (rows 64wg.. of the core-matrix tiles; a k-step is 2 core matrices
+  // = 128 elements further).
+  const T* xs = sXs + wg * 64 * D;
+  const T* xt = sXt + wg * 64 * D;
+  const int my_turn = kFwdTurnBarrier + wg, other_turn = kFwdTurnBarrier + (wg ^ 1);
+  const int64_t row_lo = r0 + wg * 64 + warp * 16 + g;  // this thread's rows: row_lo, row_lo + 8
+
+  // Both logit tiles of key tile t (stage t mod K) into z, one commit group.
+  auto issue = [&](FwdLogits<NT>& z, int t) {
+    const T* ys = sY + (t % K) * 2 * BN * D;
+    const T* yt = ys + BN * D;
+    wgmma_fence();  // the previous update wrote z (in-place scaling) before this issue
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.s, cm_desc<D>(xs + kk * 128), cm_desc<D>(ys + kk * 128), kk > 0);
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.t, cm_desc<D>(xt + kk * 128), cm_desc<D>(yt + kk * 128), kk > 0);
+    wgmma_commit();
+  };
+  FwdRowStats st;
+  auto update = [&](int t, FwdLogits<NT>& z) {
+    if (t < nfull) {
+      fwd_pipe_update<false>(st, z, cs, ct, FwdTileMask{});
+    } else {
+      const int64_t k0 = int64_t(t) * BN;
+      const FwdTileMask mk{static_cast<int>(min(row_lo - k0, int64_t(BN))), static_cast<int>(min(n - k0, int64_t(BN))),
+                           p.causal, kmask ? kmask + k0 : nullptr};
+      fwd_pipe_update<true>(st, z, cs, ct, mk);
+    }
+    fwd_wgmma_pin(st);  // the update stays ahead of the next wait or issue
+  };
+
+  if (wg == 1) named_bar_arrive(other_turn, Tile::kConsumers);  // warpgroup 0 issues first
+  if constexpr (!kPairs) {
+    FwdLogits<NT> z;
+    for (int t = 0; t < ntiles; ++t) {
+      mbar_wait(&full[t % K], (t / K) & 1);
+      named_bar_sync(my_turn, Tile::kConsumers);
+      issue(z, t);
+      named_bar_arrive(other_turn, Tile::kConsumers);
+      wgmma_wait<0>();
+      fence_regs(z.s);
+      fence_regs(z.t);
+      if (lane0) mbar_arrive(&empty[t % K]);  // this warp's wgmmas no longer read the stage
+      update(t, z);
+    }
+  } else {
+    FwdLogits<NT> za, zb;
+    for (int t = 0; t < ntiles; t += 2) {
+      const bool second = t + 1 < ntiles;
+      mbar_wait(&full[t % K], (t / K) & 1);
+      if (second) mbar_wait(&full[(t + 1) % K], ((t + 1) / K) & 1);
+      named_bar_sync(my_turn, Tile::kConsumers);
+      issue(za, t);
+      issue(zb, t + 1);
+      named_bar_arrive(other_turn, Tile::kConsumers);
+      wgmma_wait<1>();
+      fence_regs(za.s);
+      fence_regs(za.t);
+      if (lane0) mbar_arrive(&empty[t % K]);
+      update(t, za);
+      wgmma_wait<0>();
+      fence_regs(zb.s);
+      fence_regs(zb.t);
+      if (second) {
+        if (lane0) mbar_arrive(&empty[(t + 1) % K]);
+        update(t + 1, zb);
+      }
+    }
+  }
+  if (wg == 0) named_bar_sync(my_turn, Tile::kConsumers);  // warpgroup 1's arrival after its last issue
+
+  fwd_pipe_store(p, st, b, h, row_lo);
+#endif
+}
+
+// ------------------------------------------------------------------------------------------------
+// kernel launchers
+
+template <typename T, int D, bool kPairs>
+void relation_kl_fwd_pingpong_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  using Tile = FwdPingPongTile<D, kPairs>;
+  auto kernel = relation_kl_fwd_pingpong_kernel<T, D, kPairs>;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Tile::kSmemBytes)),
+             "relation_kl_fwd_pingpong: set shared memory");
+  if constexpr (kPairs) {
+    // The consumers' setmaxnreg.inc waits for registers the producer's dec frees: with a kernel
+    // register count below (producer + 2 consumers) / 3 it would wait forever (ptxas gives 168).
+    static const int regs = [&] {
+      cudaFuncAttributes attr{};
+      cuda_check(cudaFuncGetAttributes(&attr, kernel), "relation_kl_fwd_pingpong: attributes");
+      return attr.numRegs;
+    }();
+    if (3 * regs < Tile::kProducerRegs + 2 * Tile::kConsumerRegs) {
+      throw std::runtime_error("relation_kl_fwd_pingpong: " + std::to_string(regs) +
+                               " registers a thread at entry, too few for the setmaxnreg split");
+    }
+  }
+  const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kRows - 1) / Tile::kRows), p.heads,
+                  static_cast<unsigned>(p.batch));
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
+  cuda_check(cudaGetLastError(), "relation_kl_fwd_pingpong launch");
+}
+
+}  // namespace cuda
+}  // namespace linear_ard
