@@ -24,7 +24,10 @@
 //             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
 //                reduce-add through shared memory (the library's on sm_90a, D <= 128)
 //             7  6 with one warpgroup a CTA owning 64 keys, 32-row tiles, two CTAs an SM; dX^T =
-//                Y_s^T dZ^T on wgmma (sm_90a, D <= 128; relation_kl_bwd_1wg.cuh)
+//                Y_s^T dZ^T on wgmma; S^T of row tile t+1 issued before the exponentials of tile t
+//                (three X stages) (sm_90a, D <= 128; relation_kl_bwd_1wg.cuh)
+//             8  7 without the pipelining: S^T issued and waited for in its own iteration, two X
+//                stages, two dX staging tiles, one barrier a row tile (relation_kl_bwd_1wg.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
@@ -40,7 +43,7 @@
 #include "linear_ard/core/relation_kl.h"
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
-#include "relation_kl_bwd_1wg.cuh"                  // defines: Bwd1wgTile, relation_kl_bwd_1wg_launch
+#include "relation_kl_bwd_1wg.cuh"                  // defines: relation_kl_bwd_1wg{,_pipe}_launch
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
@@ -298,7 +301,7 @@ using namespace linear_ard;
 
 namespace {
 
-// Versions 3, 4, 5 and 7 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
+// Versions 3, 4, 5, 7 and 8 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
 // where they cannot run.
 template <int kVersion>
 bool backward_sm90a_dev(const RelationKLParams& p) {
@@ -316,6 +319,8 @@ bool backward_sm90a_dev(const RelationKLParams& p) {
     } else if constexpr (kVersion == 5) {
       cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
     } else if constexpr (kVersion == 7) {
+      cuda::relation_kl_bwd_1wg_pipe_launch<T, D>(p, vs, vt);
+    } else if constexpr (kVersion == 8) {
       cuda::relation_kl_bwd_1wg_launch<T, D>(p, vs, vt);
     } else {
       cuda::relation_kl_bwd_wgmma_st_launch<T, D>(p, vs, vt);
@@ -450,9 +455,10 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {7, "wgmma, one warpgroup a CTA (64 keys, 32-row tiles), 2 CTAs/SM", [](const RelationKLParams& p) {
-         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<7>(p);
-       }},
+      {7, "wgmma, one warpgroup a CTA (64 keys, 32-row tiles), 2 CTAs/SM, S^T(t+1) before exps(t)",
+       [](const RelationKLParams& p) { return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<7>(p); }},
+      {8, "version 7 without the S^T pipelining (2 X stages, 1 barrier a tile)",
+       [](const RelationKLParams& p) { return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<8>(p); }},
   };
   return v;
 }
