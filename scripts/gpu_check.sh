@@ -12,6 +12,8 @@
 #   scripts/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
 #   scripts/gpu_check.sh --dev      the kernel versions of dev/cuda (checked and timed; needs
 #                                   build/dev/cuda/relation_kl, from -DLINEAR_ARD_BUILD_DEV=ON)
+#   scripts/gpu_check.sh --bench    the benchmarks and #18's table of the full run, without its checks
+#                                   (to fit a call's time limit after a separate SKIP_BENCH=1 run)
 #   scripts/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
 #   scripts/gpu_check.sh --step-bench     the real model's restore step (SmolLM2-135M from
 #                                   scripts/device_model.sh): stage 1, stage 2 and CPT, ours beside
@@ -97,6 +99,24 @@ teacher_overlap_check() {
     echo "teacher overlap check skipped: linear-ard was not built (see $out/configure.log)"
   fi
 }
+# The benchmarks of the full run, the summary under the title $1, and #18's table last
+# (scripts/perf_table.py), read from this call's files only (an earlier call's are removed first);
+# its SmolLM2 cases add the issue's 2048 x 8.
+benchmarks_and_table() {
+  rm -f "$out/bench_relation_kl_gpu.json" "$out/bench_restore.log" "$out/step_bench/results.json"
+  STEP_BENCH_CASES="${STEP_BENCH_CASES:-ard:2048:8,ard:4096:8,stage2:32768:1,cpt:32768:1}"
+  python3 benchmarks/bench_relation_kl_gpu.py --out "$out" 2>&1 | tee "$out/bench.log"
+  step "benchmark" "${PIPESTATUS[0]}"
+  restore_bench
+  step_bench
+  printf '\n%s\n' "$1 ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
+  printf '%s\n' "${summary[@]}"
+  python3 scripts/perf_table.py "$out" || status=1
+}
+if [[ "${1:-}" == "--bench" ]]; then
+  benchmarks_and_table "GPU benchmarks"
+  exit $status
+fi
 if [[ "${1:-}" == "--restore-bench" || "${1:-}" == "--step-bench" ]]; then
   [[ "${1:-}" == "--restore-bench" ]] && restore_bench
   [[ "${1:-}" == "--step-bench" ]] && { teacher_overlap_check; step_bench; }
@@ -180,13 +200,10 @@ else
   echo "eval check skipped: linear-ard was not built (see $out/configure.log)"
 fi
 teacher_overlap_check
-# The full run ends with issue #18's figures in one table (scripts/perf_table.py), read from this
-# call's files only (an earlier call's are removed first); its SmolLM2 cases add the issue's 2048 x 8.
-perf_table=""
+# The full run ends with issue #18's figures in one table (scripts/perf_table.py).
 if [[ -z "${1:-}" && -z "${SKIP_BENCH:-}" ]]; then
-  perf_table=1
-  rm -f "$out/bench_relation_kl_gpu.json" "$out/bench_restore.log" "$out/step_bench/results.json"
-  STEP_BENCH_CASES="${STEP_BENCH_CASES:-ard:2048:8,ard:4096:8,stage2:32768:1,cpt:32768:1}"
+  benchmarks_and_table "GPU checks and benchmarks"
+  exit $status
 fi
 if [[ -z "${SKIP_BENCH:-}" ]]; then
   python3 benchmarks/bench_relation_kl_gpu.py --out "$out" $quick 2>&1 | tee "$out/bench.log"
@@ -196,7 +213,4 @@ if [[ -z "${SKIP_BENCH:-}" ]]; then
 fi
 printf '\n%s\n' "GPU checks ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
 printf '%s\n' "${summary[@]}"
-if [[ -n "$perf_table" ]]; then
-  python3 scripts/perf_table.py "$out" || status=1
-fi
 exit $status
