@@ -14,12 +14,13 @@ mkdir -p "$out"
 src="$root/src/core/cuda"
 flags=(-O3 -DNDEBUG -std=c++17 -lineinfo -I"$root/include" -cubin)
 # object sources and the arch each one is built for (sm90a/CMakeLists.txt: the wgmma backward is
-# built for sm_90a alone; the rest for sm_80 and sm_90, of which sm_90 is reported)
+# built for sm_90a alone, as the wgmma forward and the probe; the rest for sm_80 and sm_90, of which
+# sm_90 is reported)
 jobs=()
 for f in "$src"/relation_kl_fwd_d*.cu "$src"/relation_kl_bwd_d*.cu "$src"/relation_kl_simt.cu; do
   jobs+=("$f sm_90")
 done
-for f in "$src"/relation_kl_bwd_wgmma*.cu; do jobs+=("$f sm_90a"); done
+for f in "$src"/relation_kl_fwd_wgmma.cu "$src"/relation_kl_bwd_wgmma.cu; do jobs+=("$f sm_90a"); done
 : >"$out/ptxas.log"
 for j in "${jobs[@]}"; do
   read -r f arch <<<"$j"
@@ -59,11 +60,14 @@ cat >"$out/dynamic_smem.cu" <<'CU'
 #include "relation_kl_bwd.cuh"
 #include "relation_kl_bwd_wgmma.cuh"
 #include "relation_kl_fwd.cuh"
+#include "relation_kl_fwd_wgmma.cuh"
 using namespace linear_ard::cuda;
 int main() {
   std::printf("dynamic shared memory, bytes, D = 64 / 96 / 128 / 256\n");
   std::printf("forward (mma.sync)   %zu %zu %zu %zu\n", FwdTile<64>::kSmemBytes, FwdTile<96>::kSmemBytes,
               FwdTile<128>::kSmemBytes, FwdTile<256>::kSmemBytes);
+  std::printf("forward (wgmma)      %zu %zu %zu -\n", FwdWgmmaTile<64, false>::kSmemBytes,
+              FwdWgmmaTile<96, false>::kSmemBytes, FwdWgmmaTile<128, false>::kSmemBytes);
   std::printf("backward (mma.sync)  %zu %zu %zu %zu\n", BwdTile<64>::kSmemBytes, BwdTile<96>::kSmemBytes,
               BwdTile<128>::kSmemBytes, BwdTile<256>::kSmemBytes);
   std::printf("backward (wgmma)     %zu %zu %zu -\n", BwdWgmmaTile<64>::kSmemBytes, BwdWgmmaTile<96>::kSmemBytes,

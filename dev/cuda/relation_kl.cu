@@ -4,16 +4,19 @@
 // benchmark's shape (B = 1, H = 32, d = 128, causal bf16 self-relation; CUDA events, median of 10).
 // Only the winners live in the library (src/core/cuda); the others stay here, runnable.
 //   forward   1  SIMT: a warp per row, fp32 (the library's fp32 path and fallback)
-//             2  mma.sync, 64 rows x 32-key tiles, both LSEs and the KL in one pass (the library's)
+//             2  mma.sync, 64 rows x 32-key tiles, both LSEs and the KL in one pass (the library's
+//                without sm_90a and for D = 256: its kMmaSync kernels)
 //             3  2 software-pipelined: S of key tile t+1 issued before the softmax of tile t; X in
 //                registers, 2 CTAs/SM (D <= 128; relation_kl_fwd_pipelined.cuh)
 //             4  3 with X read from shared memory per k-step, 3 CTAs/SM (D <= 128)
 //             5  wgmma, 2 warpgroups x 64 rows, 64-key tiles in 3 cp.async stages, S of tile t+1
-//                in flight during the softmax of tile t (sm_90a, D <= 128; relation_kl_fwd_wgmma.cuh)
+//                in flight during the softmax of tile t (sm_90a, D <= 128; relation_kl_fwd_v5.cuh)
 //             6  5's tiles with a producer warp (mbarrier ring of 4 stages) and the two consumer
-//                warpgroups ping-ponged on named barriers (sm_90a, D <= 128; relation_kl_fwd_pingpong.cuh)
+//                warpgroups ping-ponged on named barriers (the library's on sm_90a, D <= 128:
+//                src/core/cuda/relation_kl_fwd_wgmma.cuh)
 //             7  6 with two key tiles a turn (S(t+1) in flight during the update of S(t), as 5) and
-//                a producer warpgroup giving its registers to the consumers (setmaxnreg)
+//                a producer warpgroup giving its registers to the consumers (setmaxnreg; the
+//                library's template with kPairs = true)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -47,9 +50,9 @@
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
-#include "relation_kl_fwd_pingpong.cuh"             // defines: relation_kl_fwd_pingpong_launch
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
-#include "relation_kl_fwd_wgmma.cuh"               // defines: relation_kl_fwd_wgmma_launch
+#include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
+#include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
 #include "relation_kl_launch.h"                     // defines: relation_kl_sm90a_available
 
@@ -363,8 +366,8 @@ bool forward_pipelined(const RelationKLParams& p) {
   return true;
 }
 
-// Versions 5, 6 and 7 (kVersion) on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128.
-// Returns false where they cannot run.
+// Versions 5 and 7 (kVersion) on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128.
+// Returns false where they cannot run. (Version 6 is the library's default there.)
 template <int kVersion>
 bool forward_wgmma(const RelationKLParams& p) {
   const int d = std::max(p.student.head_dim, p.teacher.head_dim);
@@ -378,10 +381,10 @@ bool forward_wgmma(const RelationKLParams& p) {
   auto launch = [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
-    if constexpr (kVersion == 6 || kVersion == 7) {
-      cuda::relation_kl_fwd_pingpong_launch<T, D, kVersion == 7>(p, vs, vt);
+    if constexpr (kVersion == 7) {
+      cuda::relation_kl_fwd_wgmma_run<T, D, true>(p, vs, vt);
     } else {
-      cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
+      cuda::relation_kl_fwd_v5_launch<T, D>(p, vs, vt);
     }
   };
   auto by_type = [&](auto t) {
@@ -422,7 +425,13 @@ const std::vector<Version>& forward_versions() {
       {3, "mma.sync pipelined, X in registers", forward_pipelined<true>},
       {4, "mma.sync pipelined, X in shared memory", forward_pipelined<false>},
       {5, "wgmma pipelined, 2 warpgroups", forward_wgmma<5>},
-      {6, "wgmma, producer warp, 2 warpgroups ping-pong", forward_wgmma<6>},
+      {6, "wgmma, producer warp, 2 warpgroups ping-pong", [](const RelationKLParams& p) {
+         if (relation_kl_forward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
+           return false;
+         }
+         relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
+         return true;
+       }},
       {7, "wgmma, producer warpgroup, 2 warpgroups ping-pong, tile pairs", forward_wgmma<7>},
   };
   return v;

@@ -115,8 +115,11 @@ bool runner_takes(const Runner& r, RelationKLProblem& problem) {
     case RelationKLCudaKernels::kDefault:
       return !fp32;
     case RelationKLCudaKernels::kMmaSync:
-      return !fp32 && relation_kl_backward_cuda_kernel_name(problem.params(), RelationKLCudaKernels::kDefault) !=
-                          std::string("mma.sync");
+      return !fp32 &&
+             (relation_kl_forward_cuda_kernel_name(problem.params(), RelationKLCudaKernels::kDefault) !=
+                  std::string("mma.sync") ||
+              relation_kl_backward_cuda_kernel_name(problem.params(), RelationKLCudaKernels::kDefault) !=
+                  std::string("mma.sync"));
     case RelationKLCudaKernels::kSimt:
       return problem.spec().seq_len <= 400;
   }

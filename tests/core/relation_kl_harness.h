@@ -31,11 +31,13 @@ struct Runner {
 std::vector<Runner> runners(const std::string& backend, const std::string& kernels);
 
 // Whether the check runs `r` on a case: the CUDA tensor-core runners take 16-bit inputs only
-// (fp32 always runs SIMT), "mma" only where it is not what "default" runs already, and SIMT
+// (fp32 always runs SIMT), "mma" only where it is not what "default" runs already (on sm_90a with
+// D <= 128 "default" is the wgmma forward and backward, "mma" the mma.sync ones), and SIMT
 // n <= 400 (slow and covered).
 bool runner_takes(const Runner& r, RelationKLProblem& problem);
 
-// The backward kernel `r` runs on the problem ("cpu", "wgmma", "mma.sync" or "simt").
+// The backward kernel `r` runs on the problem ("cpu", "wgmma", "mma.sync" or "simt"); the forward
+// kernel is chosen alike (relation_kl_forward_cuda_kernel_name), so it names both passes' path.
 std::string backward_kernel(const Runner& r, RelationKLProblem& problem);
 
 // Forward and backward of the problem on `r`, outputs into the problem's buffers (which are first

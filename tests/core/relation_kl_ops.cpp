@@ -3,7 +3,8 @@
 // reference or as a benchmark:
 //   relation_kl_ops --backend cpu|cuda --mode test [--quick] [--kernels default,mma,simt]
 //     the reference cases (every path the kernels list names; "mma" where the device's default
-//     backward is not mma.sync already), the non-finite rule (NaN/Inf inputs, overflowing logits: NaN
+//     forward/backward is not mma.sync already: on sm_90a with D <= 128 "default" runs the wgmma
+//     kernels), the non-finite rule (NaN/Inf inputs, overflowing logits: NaN
 //     rows, never a finite KL), the exact zero gradient of rows that see a single key, and (CUDA,
 //     without --quick) the run-to-run determinism of the forward. --quick: four small reference
 //     cases (for compute-sanitizer). Exits 1 on any failure; one line per case, a table last.

@@ -1,13 +1,13 @@
 // Relation-KL CUDA entry points: validate, pick the kernels (tensor cores for bf16/fp16 with
-// d <= 256, SIMT otherwise; the warpgroup-MMA backward on sm_90a) and the head-dim bucket, launch
-// on params.stream.
+// d <= 256, SIMT otherwise; the warpgroup-MMA forward and backward on sm_90a for D <= 128) and the
+// head-dim bucket, launch on params.stream.
 #include <algorithm>
 #include <stdexcept>
 
 #include "linear_ard/core/relation_kl.h"  // defines: RelationKLParams, relation_kl_check
 #include "relation_kl_common.cuh"         // defines: cuda_check, side_is_vec
 #include "relation_kl_cuda_kernels.h"     // defines: RelationKLCudaKernels, relation_kl_*_cuda_kernels
-#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd,bwd_wgmma,simt_fwd,simt_bwd}_launch
+#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd,fwd_wgmma,bwd_wgmma,simt_fwd,simt_bwd}_launch
 
 namespace linear_ard {
 namespace {
@@ -30,8 +30,9 @@ bool use_tensor_cores(const RelationKLParams& p, RelationKLCudaKernels kernels) 
   return kernels != RelationKLCudaKernels::kSimt && tc_ok;
 }
 
-// The warpgroup-MMA backward: kDefault, D <= 128, a device that loads the sm_90a image.
-bool use_wgmma_backward(int bucket, RelationKLCudaKernels kernels) {
+// The warpgroup-MMA forward and backward: kDefault, D <= 128, a device that loads the sm_90a image
+// (on tensor-core inputs: the callers ask only after use_tensor_cores).
+bool use_wgmma(int bucket, RelationKLCudaKernels kernels) {
   return kernels == RelationKLCudaKernels::kDefault && bucket <= 128 && cuda::relation_kl_sm90a_available();
 }
 
@@ -60,6 +61,26 @@ void dispatch_tc(const RelationKLParams& p, F&& f) {
   }
 }
 
+// The tensor-core kernel of one pass (kBackward) for the params' type and bucket: on warpgroup MMA
+// where use_wgmma says so, else mma.sync.
+template <bool kBackward>
+void launch_tc(const RelationKLParams& p, RelationKLCudaKernels kernels) {
+  const size_t e = dtype_size(p.dtype);
+  const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
+  dispatch_tc(p, [&](auto t, auto d) {
+    using T = decltype(t);
+    constexpr int D = decltype(d)::value;
+    if constexpr (D <= 128) {
+      if (use_wgmma(D, kernels)) {
+        if constexpr (kBackward) return cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
+        return cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
+      }
+    }
+    if constexpr (kBackward) return cuda::relation_kl_bwd_launch<T, D>(p, vs, vt);
+    cuda::relation_kl_fwd_launch<T, D>(p, vs, vt);
+  });
+}
+
 template <typename F>
 void dispatch_simt(const RelationKLParams& p, F&& f) {
   switch (p.dtype) {
@@ -75,13 +96,7 @@ void relation_kl_forward_cuda_kernels(const RelationKLParams& p, RelationKLCudaK
   relation_kl_check(p, false);
   if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return;
   if (use_tensor_cores(p, kernels)) {
-    const size_t e = dtype_size(p.dtype);
-    const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
-    dispatch_tc(p, [&](auto t, auto d) {
-      using T = decltype(t);
-      constexpr int D = decltype(d)::value;
-      cuda::relation_kl_fwd_launch<T, D>(p, vs, vt);
-    });
+    launch_tc<false>(p, kernels);
   } else {
     check_simt_supported(p);
     dispatch_simt(p, [&](auto t) { cuda::relation_kl_simt_fwd_launch<decltype(t)>(p); });
@@ -96,25 +111,21 @@ void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCuda
     const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
     cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)),
                      "relation_kl_backward: zero dx");
-    const size_t e = dtype_size(p.dtype);
-    const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
-    dispatch_tc(p, [&](auto t, auto d) {
-      using T = decltype(t);
-      constexpr int D = decltype(d)::value;
-      if constexpr (D <= 128) {
-        if (use_wgmma_backward(D, kernels)) return cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
-      }
-      cuda::relation_kl_bwd_launch<T, D>(p, vs, vt);
-    });
+    launch_tc<true>(p, kernels);
   } else {
     check_simt_supported(p);
     dispatch_simt(p, [&](auto t) { cuda::relation_kl_simt_bwd_launch<decltype(t)>(p); });
   }
 }
 
-const char* relation_kl_backward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
+const char* relation_kl_forward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
   if (!use_tensor_cores(p, kernels)) return "simt";
-  return use_wgmma_backward(head_dim_bucket(p), kernels) ? "wgmma" : "mma.sync";
+  return use_wgmma(head_dim_bucket(p), kernels) ? "wgmma" : "mma.sync";
+}
+
+const char* relation_kl_backward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
+  // The same choice as the forward's (kept as its own entry point: the two may part again).
+  return relation_kl_forward_cuda_kernel_name(p, kernels);
 }
 
 void relation_kl_forward_cuda(const RelationKLParams& p) {

@@ -8,7 +8,7 @@
 namespace linear_ard {
 
 enum class RelationKLCudaKernels {
-  // By dtype, head dim and device: bf16/fp16 with d <= 256 on tensor cores (the backward on
+  // By dtype, head dim and device: bf16/fp16 with d <= 256 on tensor cores (forward and backward on
   // warpgroup MMA for D <= 128 on an sm_90a device, mma.sync otherwise), everything else SIMT.
   kDefault,
   // The mma.sync forward and backward (bf16/fp16, d <= 256): what devices without sm_90a run.
@@ -21,8 +21,10 @@ enum class RelationKLCudaKernels {
 void relation_kl_forward_cuda_kernels(const RelationKLParams& p, RelationKLCudaKernels kernels);
 void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCudaKernels kernels);
 
-// The backward kernel `kernels` runs for these params on the current device: "wgmma", "mma.sync" or
-// "simt" (for logs).
+// The forward / backward kernel `kernels` runs for these params on the current device: "wgmma",
+// "mma.sync" or "simt" (for logs and for the checks' choice of paths). Today both passes choose
+// alike: wgmma for both or for neither.
+const char* relation_kl_forward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels);
 const char* relation_kl_backward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels);
 
 }  // namespace linear_ard

@@ -14,9 +14,11 @@ void relation_kl_fwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 template <typename T, int D>
 void relation_kl_bwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 
-// The warpgroup-MMA backward for D <= 128 (relation_kl_cuda.cu picks it on sm_90a; real code only
-// in its sm_90a image). relation_kl_sm90a_available(): the current device is compute capability 9.0
-// and can load that image (asked once per device, without a launch).
+// The warpgroup-MMA forward and backward for D <= 128 (relation_kl_cuda.cu picks them on sm_90a;
+// real code only in their sm_90a image). relation_kl_sm90a_available(): the current device is
+// compute capability 9.0 and can load that image (asked once per device, without a launch).
+template <typename T, int D>
+void relation_kl_fwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 template <typename T, int D>
 void relation_kl_bwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 bool relation_kl_sm90a_available();

@@ -1,20 +1,22 @@
-// Forward versions 6 and 7 of dev/cuda: FlashAttention-3's forward scheme on version 5's wgmma
-// tiles. A producer warp streams the key tiles into a ring of shared-memory stages (mbarriers
-// "full" and "empty" per stage, no CTA barrier in the loop); two consumer warpgroups of 64 rows each
-// take turns at the tensor cores (named barriers, "ping-pong"), so that one warpgroup's
-// exponentials run while the other's logit GEMMs do. Version 6 issues one key tile a turn; version
-// 7 (kPairs) two, with version 5's overlap inside the turn (the update of S(t) while S(t+1) runs),
-// which takes a second accumulator set and so a whole producer warpgroup whose registers go to the
+// The forward on warpgroup MMA (sm_90a only; the default forward there for bf16/fp16, D <= 128:
+// dev/cuda forward version 6, promoted 2026-11-28, docs/kernel.md "Forward versions 6 and 7").
+// FlashAttention-3's forward scheme on 64-key wgmma tiles: a producer warp streams the key tiles
+// into a ring of shared-memory stages (mbarriers "full" and "empty" per stage, no CTA barrier in the
+// loop); two consumer warpgroups of 64 rows each take turns at the tensor cores (named barriers,
+// "ping-pong"), so that one warpgroup's exponentials run while the other's logit GEMMs do. The
+// library runs kPairs = false (relation_kl_fwd_wgmma_launch). kPairs = true is dev/cuda forward
+// version 7 (measured slower, not promoted), kept as a branch of this template so that the two
+// versions stay one kernel: two key tiles a turn, with the update of S(t) while S(t+1) runs, which
+// takes a second accumulator set and so a whole producer warpgroup whose registers go to the
 // consumers (setmaxnreg).
 #pragma once
 
 #include <stdexcept>
 #include <string>
 
-#include "relation_kl_fwd_pipelined.cuh"  // defines: FwdLogits, FwdRowStats, FwdTileMask, fwd_pipe_update, fwd_pipe_store
-#include "relation_kl_fwd_wgmma.cuh"      // defines: fwd_wgmma_pin
-#include "relation_kl_sm90.cuh"           // defines: cm_desc, wgmma_m64n64k16_ss, wgmma_*, fence_proxy_async, fence_regs
-#include "relation_kl_sm90_sync.cuh"      // defines: mbar_*, fence_mbarrier_init, named_bar_sync, named_bar_arrive
+#include "relation_kl_fwd_stats.cuh"  // defines: FwdLogits, FwdRowStats, FwdTileMask, fwd_pipe_update, fwd_pipe_store, fwd_wgmma_pin
+#include "relation_kl_launch.h"      // defines: relation_kl_fwd_wgmma_launch
+#include "relation_kl_sm90.cuh"      // defines: cm_desc, wgmma_*, fence_*, mbar_*, named_bar_*, setmaxnreg_*
 
 namespace linear_ard {
 namespace cuda {
@@ -25,8 +27,8 @@ namespace cuda {
 // [128 x D] (loaded once, with key tile 0), Y [stage][s, t][64 x D] in a ring of kStages stages,
 // then the mbarriers full[kStages], empty[kStages]: 196,672 bytes at D = 128, version 5's plus 64.
 template <int D, bool kPairs>
-struct FwdPingPongTile {
-  static_assert(D == 64 || D == 96 || D == 128, "the ping-pong forward covers the buckets up to 128");
+struct FwdWgmmaTile {
+  static_assert(D == 64 || D == 96 || D == 128, "the wgmma forward covers the buckets up to 128");
   static constexpr int kRows = 128;
   static constexpr int kKeys = 64;
   static constexpr int kStages = 4;
@@ -143,16 +145,16 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // hidden); every issue is waited for in its own iteration, so no accumulator is in flight across
 // the loop's back edge (version 5's C7514 note).
 template <typename T, int D, bool kPairs>
-__global__ void __launch_bounds__(FwdPingPongTile<D, kPairs>::kThreads, 1)
-    relation_kl_fwd_pingpong_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+__global__ void __launch_bounds__(FwdWgmmaTile<D, kPairs>::kThreads, 1)
+    relation_kl_fwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
 #ifdef LINEAR_ARD_SM90A
-  using Tile = FwdPingPongTile<D, kPairs>;
+  using Tile = FwdWgmmaTile<D, kPairs>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8;
-  extern __shared__ __align__(128) unsigned char fwd_pingpong_smem[];
-  T* sXs = reinterpret_cast<T*>(fwd_pingpong_smem);
+  extern __shared__ __align__(128) unsigned char fwd_wgmma_smem[];
+  T* sXs = reinterpret_cast<T*>(fwd_wgmma_smem);
   T* sXt = sXs + BM * D;
   T* sY = sXt + BM * D;  // [stage][model s, t][BN x D]
-  uint64_t* full = reinterpret_cast<uint64_t*>(fwd_pingpong_smem + Tile::kTileBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(fwd_wgmma_smem + Tile::kTileBytes);
   uint64_t* empty = full + K;
 
   const int h = blockIdx.y;
@@ -266,30 +268,36 @@ __global__ void __launch_bounds__(FwdPingPongTile<D, kPairs>::kThreads, 1)
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
+// kPairs = false: the library's sm_90a forward; true: dev/cuda forward version 7.
 template <typename T, int D, bool kPairs>
-void relation_kl_fwd_pingpong_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
-  using Tile = FwdPingPongTile<D, kPairs>;
-  auto kernel = relation_kl_fwd_pingpong_kernel<T, D, kPairs>;
+void relation_kl_fwd_wgmma_run(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  using Tile = FwdWgmmaTile<D, kPairs>;
+  auto kernel = relation_kl_fwd_wgmma_kernel<T, D, kPairs>;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(Tile::kSmemBytes)),
-             "relation_kl_fwd_pingpong: set shared memory");
+             "relation_kl_fwd_wgmma: set shared memory");
   if constexpr (kPairs) {
     // The consumers' setmaxnreg.inc waits for registers the producer's dec frees: with a kernel
     // register count below (producer + 2 consumers) / 3 it would wait forever (ptxas gives 168).
     static const int regs = [&] {
       cudaFuncAttributes attr{};
-      cuda_check(cudaFuncGetAttributes(&attr, kernel), "relation_kl_fwd_pingpong: attributes");
+      cuda_check(cudaFuncGetAttributes(&attr, kernel), "relation_kl_fwd_wgmma: attributes");
       return attr.numRegs;
     }();
     if (3 * regs < Tile::kProducerRegs + 2 * Tile::kConsumerRegs) {
-      throw std::runtime_error("relation_kl_fwd_pingpong: " + std::to_string(regs) +
+      throw std::runtime_error("relation_kl_fwd_wgmma: " + std::to_string(regs) +
                                " registers a thread at entry, too few for the setmaxnreg split");
     }
   }
   const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kRows - 1) / Tile::kRows), p.heads,
                   static_cast<unsigned>(p.batch));
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
-  cuda_check(cudaGetLastError(), "relation_kl_fwd_pingpong launch");
+  cuda_check(cudaGetLastError(), "relation_kl_fwd_wgmma launch");
+}
+
+template <typename T, int D>
+void relation_kl_fwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  relation_kl_fwd_wgmma_run<T, D, false>(p, vec_s, vec_t);
 }
 
 }  // namespace cuda

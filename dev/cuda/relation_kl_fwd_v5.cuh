@@ -1,4 +1,5 @@
-// Forward version 5 of dev/cuda: both logit GEMMs on warpgroup MMA (sm_90a), software-pipelined in
+// Forward version 5 of dev/cuda (frozen; its row-statistics update, epilogue and fwd_wgmma_pin are
+// the library's, relation_kl_fwd_stats.cuh): both logit GEMMs on warpgroup MMA (sm_90a), software-pipelined in
 // the manner of FlashAttention-3's consumers: each warpgroup issues the wgmmas of key tiles t and
 // t+1 (two commit groups), waits for the first only, and does the online-softmax/KL update of tile
 // t while the tensor cores run tile t+1.
@@ -6,8 +7,8 @@
 
 #include <type_traits>
 
-#include "relation_kl_fwd_pipelined.cuh"  // defines: FwdLogits, FwdRowStats, FwdTileMask, fwd_pipe_update, fwd_pipe_store
-#include "relation_kl_sm90.cuh"           // defines: cm_desc, wgmma_m64n64k16_ss, wgmma_*, fence_proxy_async, fence_regs
+#include "relation_kl_fwd_stats.cuh"  // defines: FwdLogits, FwdRowStats, FwdTileMask, fwd_pipe_update, fwd_pipe_store, fwd_wgmma_pin
+#include "relation_kl_sm90.cuh"       // defines: cm_desc, wgmma_m64n64k16_ss, wgmma_*, fence_proxy_async, fence_regs
 
 namespace linear_ard {
 namespace cuda {
@@ -18,7 +19,7 @@ namespace cuda {
 // X_s, X_t [128 x D] (loaded once; warpgroup w's A operand is rows 64w..64w+63), then
 // Y [stage][s, t][64 x D]: (2 * 128 + 4 * 2 * 64) * D * 2 bytes, 192 KiB at D = 128.
 template <int D>
-struct FwdWgmmaTile {
+struct FwdWgmmaV5Tile {
   static_assert(D == 64 || D == 96 || D == 128, "the wgmma forward covers the buckets up to 128");
   static constexpr int kRows = 128;
   static constexpr int kKeys = 64;
@@ -29,14 +30,6 @@ struct FwdWgmmaTile {
 
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
-
-// Pins the row statistics after a tile's update: every instruction of the update feeds them, so none
-// can sink past this point (past the next wait or the next issue into the accumulators it read).
-__device__ __forceinline__ void fwd_wgmma_pin(FwdRowStats& st) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-    asm volatile("" : "+f"(st.m_t[r]), "+f"(st.m_s[r]), "+f"(st.l_t[r]), "+f"(st.l_s[r]), "+f"(st.a[r])::"memory");
-}
 
 // Grid (ceil(n / 128), H, B), heaviest causal row blocks first. Per warpgroup, S(t) = the two
 // 64 x 64 logit tiles of key tile t (fp32, 2 x 32 registers a thread, laid out as eight mma.sync C
@@ -53,13 +46,13 @@ __device__ __forceinline__ void fwd_wgmma_pin(FwdRowStats& st) {
 // (C7514: it does not follow a group in flight around the loop once the update reads the other
 // accumulator set; docs/kernel.md, "Forward version 5").
 template <typename T, int D>
-__global__ void __launch_bounds__(FwdWgmmaTile<D>::kThreads, 1)
-    relation_kl_fwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+__global__ void __launch_bounds__(FwdWgmmaV5Tile<D>::kThreads, 1)
+    relation_kl_fwd_v5_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
 #ifdef LINEAR_ARD_SM90A
-  using Tile = FwdWgmmaTile<D>;
+  using Tile = FwdWgmmaV5Tile<D>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, NST = Tile::kStages, KS = D / 16, NT = BN / 8;
-  extern __shared__ __align__(128) unsigned char fwd_wgmma_smem[];
-  T* sXs = reinterpret_cast<T*>(fwd_wgmma_smem);
+  extern __shared__ __align__(128) unsigned char fwd_v5_smem[];
+  T* sXs = reinterpret_cast<T*>(fwd_v5_smem);
   T* sXt = sXs + BM * D;
   T* sY = sXt + BM * D;  // [stage][model s, t][BN x D]
 
@@ -156,16 +149,16 @@ __global__ void __launch_bounds__(FwdWgmmaTile<D>::kThreads, 1)
 // kernel launchers
 
 template <typename T, int D>
-void relation_kl_fwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
-  using Tile = FwdWgmmaTile<D>;
-  auto kernel = relation_kl_fwd_wgmma_kernel<T, D>;
+void relation_kl_fwd_v5_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
+  using Tile = FwdWgmmaV5Tile<D>;
+  auto kernel = relation_kl_fwd_v5_kernel<T, D>;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(Tile::kSmemBytes)),
-             "relation_kl_fwd_wgmma: set shared memory");
+             "relation_kl_fwd_v5: set shared memory");
   const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kRows - 1) / Tile::kRows), p.heads,
                   static_cast<unsigned>(p.batch));
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, vec_s, vec_t);
-  cuda_check(cudaGetLastError(), "relation_kl_fwd_wgmma launch");
+  cuda_check(cudaGetLastError(), "relation_kl_fwd_v5 launch");
 }
 
 }  // namespace cuda
