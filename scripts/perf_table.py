@@ -7,8 +7,9 @@ target (met / missed), read from the files one `scripts/gpu_check.sh` run wrote 
 - bench_relation_kl_gpu.json (benchmarks/bench_relation_kl_gpu.py): the relation-KL operator's
   fwd+bwd at every n >= 4K beside torch SDPA fwd+bwd of the same run; target <= 1.3x SDPA.
 - bench_restore.log (benchmarks/bench_restore_gpu.cpp's tables): the 7B-shape restore step beside
-  the authors' trainer on an H100 (shared/ANCHORS.md, not rerun); last 1 layer >= 4x their tokens/s,
-  LoRA r1024 peak <= 0.7x theirs, all 32 layers >= 50x.
+  the authors' trainer on the same GPU model (shared/ANCHORS.md, not rerun: H200 where gpu.txt names
+  one, else H100); last 1 layer >= 4x their tokens/s, LoRA r1024 peak <= 0.7x theirs, all 32 layers
+  >= 50x.
 - step_bench/results.json (benchmarks/bench_step_real.py): SmolLM2-135M's step beside plain PyTorch
   of the same run; the `ard` 2048 x 8 case >= 3x the issue's 100K tokens/s.
 
@@ -24,20 +25,21 @@ import sys
 
 OPERATOR_SDPA_MAX = 1.3
 OPERATOR_MIN_N = 4096
-# The authors' trainer (their train.py, LoRA r1024 on q/k/v) on one H100, shared/ANCHORS.md 2026-11-23.
-ANCHOR = "authors' trainer, H100 (ANCHORS.md)"
-AUTHORS_LAST1_TOK_S, AUTHORS_LAST1_PEAK_GIB, AUTHORS_ALL_TOK_S = 2128.0, 40.4, 158.0
+# The authors' trainer (their train.py, LoRA r1024 on q/k/v) by GPU model, shared/ANCHORS.md (H100
+# 2026-11-23, H200 2026-11-21): last 1 layer at 4K tokens/s and peak GiB, all 32 layers at 4K tokens/s.
+AUTHORS = {"H100": {"last1_tok_s": 2128.0, "last1_peak_gib": 40.4, "all_tok_s": 158.0},
+           "H200": {"last1_tok_s": 2237.0, "last1_peak_gib": 40.4, "all_tok_s": 169.0}}
 # (figure, bench_restore_gpu run (trainable, checkpoint_layers), table row (scope, ctx), measure,
-#  authors' figure, target ratio); measure "tok_s": ratio >= target, "peak": ratio <= target.
+#  authors' figure (a key of AUTHORS[gpu]), target ratio); "tok_s": ratio >= target, "peak": <= target.
 RESTORE_ROWS = [
     ("7B restore step, last 1 layer, 4K (QKV, recompute)", ("qkv", "on"), ("last 1", 4096), "tok_s",
-     AUTHORS_LAST1_TOK_S, 4.0),
+     "last1_tok_s", 4.0),
     ("7B restore step, last 1 layer, 4K (QKV, no recompute)", ("qkv", "off"), ("last 1", 4096), "tok_s",
-     AUTHORS_LAST1_TOK_S, 4.0),
+     "last1_tok_s", 4.0),
     ("7B restore step, last 1 layer, 4K (LoRA r1024): peak memory", ("lora_qkv r=1024", "on"),
-     ("last 1", 4096), "peak", AUTHORS_LAST1_PEAK_GIB, 0.7),
+     ("last 1", 4096), "peak", "last1_peak_gib", 0.7),
     ("7B restore step, all 32 layers, 4K (QKV, recompute)", ("qkv", "on"), ("all 32", 4096), "tok_s",
-     AUTHORS_ALL_TOK_S, 50.0),
+     "all_tok_s", 50.0),
 ]
 STEP_TARGET_CASE = ("ard", 2048, 8)
 STEP_BASELINE_TOK_S = 100_000.0  # the issue's SmolLM2 restore at 2048 x 8
@@ -124,13 +126,25 @@ def restore_runs(path):
     return runs
 
 
-def restore_row(spec, runs, missing):
-    """One figure of RESTORE_ROWS; `missing` is the ours cell when its run or row is absent."""
-    figure, run, key, measure, authors, target_x = spec
+def anchor_gpu(out_dir):
+    """The GPU model whose authors' figures the 7B rows compare with: H200 where gpu_check.sh's gpu.txt
+    (nvidia-smi's CSV) names one, else H100."""
+    try:
+        with open(os.path.join(out_dir, "gpu.txt"), encoding="utf-8") as f:
+            return "H200" if "H200" in f.read() else "H100"
+    except OSError:
+        return "H100"
+
+
+def restore_row(spec, runs, missing, gpu):
+    """One figure of RESTORE_ROWS beside the authors' figure on `gpu`; `missing` is the ours cell when its
+    run or row is absent."""
+    figure, run, key, measure, anchor_key, target_x = spec
+    authors, anchor = AUTHORS[gpu][anchor_key], f"authors' trainer, {gpu} (ANCHORS.md)"
     if measure == "tok_s":
-        peer, target = f"{authors:,.0f} tok/s, {ANCHOR}", f">= {target_x:g}x tok/s"
+        peer, target = f"{authors:,.0f} tok/s, {anchor}", f">= {target_x:g}x tok/s"
     else:
-        peer, target = f"{authors:.1f} GiB, {ANCHOR}", f"<= {target_x:g}x peak"
+        peer, target = f"{authors:.1f} GiB, {anchor}", f"<= {target_x:g}x peak"
     if key not in runs.get(run, {}):
         return row(figure, missing, peer, target=target, result="not run")
     cells = runs[run][key]
@@ -143,11 +157,11 @@ def restore_row(spec, runs, missing):
 
 
 def restore_rows(path):
-    name = os.path.basename(path)
+    name, gpu = os.path.basename(path), anchor_gpu(os.path.dirname(path))
     if not os.path.exists(path):
-        return [restore_row(spec, {}, f"not run (no {name})") for spec in RESTORE_ROWS]
+        return [restore_row(spec, {}, f"not run (no {name})", gpu) for spec in RESTORE_ROWS]
     runs = restore_runs(path)
-    return [restore_row(spec, runs, f"not run (no such row in {name})") for spec in RESTORE_ROWS]
+    return [restore_row(spec, runs, f"not run (no such row in {name})", gpu) for spec in RESTORE_ROWS]
 
 
 # ---- SmolLM2-135M's step ---------------------------------------------------------------------------

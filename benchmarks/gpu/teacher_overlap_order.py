@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Is overlap_teacher's occasional difference from the plain order a race or the operator's dX atomics'
-order? Runs tests/gpu/check_teacher_overlap.py's last-layer case several times each: bf16 with the
-overlap off, on, and both beside a second process keeping the GPU busy (which changes the timing, not
-the stream order); fp32 (the SIMT operator: no atomics) off and on. Prints every run's gradient
+order? Runs one case of tests/gpu/check_teacher_overlap.py (default: the last layer) several times each:
+bf16 with the overlap off, on, on with profiled steps, and off/on beside a second process keeping
+the GPU busy (which changes the timing, not the stream order); fp32 (the SIMT operator: no atomics)
+off, on and profiled. Prints every run's gradient
 norms and, last, the distinct values of steps 5 and 6 per setting.
 
-    benchmarks/gpu/teacher_overlap_order.py --build build-gpu [--runs 3]
+    benchmarks/gpu/teacher_overlap_order.py --build build-gpu [--runs 3] [--case ard_all]
 """
 import argparse
 import json
@@ -27,7 +28,10 @@ while time.time() - t0 < 600:
     for _ in range(20): a.add_(a @ a, alpha=1e-6)
     torch.cuda.synchronize(); time.sleep(0.001)
 """
-SETTINGS = (("off", False, False), ("on", True, False), ("off+busy", False, True), ("on+busy", True, True))
+# (label, settings, GPU kept busy by a second process)
+SETTINGS = (("off", ["overlap_teacher=false"], False), ("on", ["overlap_teacher=true"], False),
+            ("profiled", ["overlap_teacher=true", "profile_steps=2"], False),
+            ("off+busy", ["overlap_teacher=false"], True), ("on+busy", ["overlap_teacher=true"], True))
 
 
 def grad_norms(build, config, out, settings):
@@ -43,6 +47,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--case", default="ard_last", choices=sorted(check.CASES))
     args = p.parse_args()
     seen = {}
     with tempfile.TemporaryDirectory(prefix="overlap_order_") as tmp:
@@ -50,7 +55,7 @@ def main():
             root = Path(tmp) / dtype
             root.mkdir()
             config = check.setup(root, "cuda")
-            for label, overlap, busy in SETTINGS:
+            for label, settings, busy in SETTINGS:
                 if dtype == "fp32" and busy:
                     continue
                 for i in range(args.runs):
@@ -58,8 +63,8 @@ def main():
                     if load:
                         time.sleep(3)
                     try:
-                        g = grad_norms(args.build, config, root / f"{label}_{i}", check.CASES["ard_last"] +
-                                       [f"overlap_teacher={str(overlap).lower()}", f"dtype={dtype}"])
+                        g = grad_norms(args.build, config, root / f"{label}_{i}",
+                                       check.CASES[args.case] + settings + [f"dtype={dtype}"])
                     finally:
                         if load:
                             load.kill()

@@ -188,3 +188,18 @@ def test_fixture_log_is_the_binary_layout(tmp_path):
     for cases in runs.values():
         assert set(cases) == {("last 1", 32), ("all 2", 32)}
         assert all(c["tok_s"] > 0 and c["step_s"] > 0 for c in cases.values())
+
+
+def test_authors_figures_of_the_same_gpu_model(tmp_path):
+    """gpu_check.sh's gpu.txt naming an H200 takes the authors' H200 figures (2,237 / 169 tok/s), else H100."""
+    out = out_dir(tmp_path)
+    (out / "gpu.txt").write_text("name, clocks.current.sm [MHz], clocks.max.sm [MHz], power.draw [W]\n"
+                                 "NVIDIA H200, 1980 MHz, 1980 MHz, 120.5 W\n")
+    rows = table(out)
+    last1 = rows["7B restore step, last 1 layer, 4K (QKV, recompute)"]
+    assert "2,237 tok/s, authors' trainer, H200" in last1["peer"]
+    assert last1["ours / peer"] == f"{round(4096 / 0.455) / 2237:.2f}x"
+    every = rows["7B restore step, all 32 layers, 4K (QKV, recompute)"]
+    assert "169 tok/s" in every["peer"] and every["ours / peer"] == f"{round(4096 / 0.573) / 169:.2f}x"
+    (out / "gpu.txt").write_text("name\nNVIDIA H100 80GB HBM3\n")
+    assert "2,128 tok/s, authors' trainer, H100" in table(out)["7B restore step, last 1 layer, 4K (QKV, recompute)"]["peer"]
