@@ -9,7 +9,6 @@ norms and, last, the distinct values of steps 5 and 6 per setting.
     benchmarks/gpu/teacher_overlap_order.py --build build-gpu [--runs 3] [--case ard_all]
 """
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -35,12 +34,7 @@ SETTINGS = (("off", ["overlap_teacher=false"], False), ("on", ["overlap_teacher=
 
 
 def grad_norms(build, config, out, settings):
-    cmd = [str(Path(build) / "src" / "cli" / "linear-ard"), "restore", str(config), f"output={out}", *settings]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise SystemExit(f"FAIL {' '.join(cmd)}\n{r.stderr[-2000:]}")
-    lines = [json.loads(x) for x in (Path(out) / "metrics.jsonl").read_text().splitlines()]
-    return {m["step"]: m["grad_norm"] for m in lines if "grad_norm" in m}
+    return {m["step"]: m["grad_norm"] for m in check.metrics(build, config, out, settings) if "grad_norm" in m}
 
 
 def main():

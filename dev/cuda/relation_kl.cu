@@ -26,12 +26,8 @@
 //                (D <= 128; relation_kl_bwd_inflight.cuh)
 //             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
 //                reduce-add through shared memory (the library's on sm_90a, D <= 128)
-//             7  6 with one warpgroup a CTA owning 64 keys, 32-row tiles, two CTAs an SM; dX^T =
-//                Y_s^T dZ^T on wgmma; S^T of row tile t+1 issued before the exponentials of tile t
-//                (three X stages) (sm_90a, D <= 128; relation_kl_bwd_1wg.cuh)
-//             8  7 without the pipelining: S^T issued and waited for in its own iteration, two X
-//                stages, two dX staging tiles, one barrier a row tile (relation_kl_bwd_1wg.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
+// so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6;
 // docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 // Built with -DLINEAR_ARD_BUILD_DEV=ON (for sm_90a alone: version 3 is sm_90a code).
@@ -46,7 +42,6 @@
 #include "linear_ard/core/relation_kl.h"
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
-#include "relation_kl_bwd_1wg.cuh"                  // defines: relation_kl_bwd_1wg{,_pipe}_launch
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
@@ -321,10 +316,6 @@ bool backward_sm90a_dev(const RelationKLParams& p) {
       cuda::relation_kl_bwd_v4_launch<T, D>(p, vs, vt);
     } else if constexpr (kVersion == 5) {
       cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
-    } else if constexpr (kVersion == 7) {
-      cuda::relation_kl_bwd_1wg_pipe_launch<T, D>(p, vs, vt);
-    } else if constexpr (kVersion == 8) {
-      cuda::relation_kl_bwd_1wg_launch<T, D>(p, vs, vt);
     } else {
       cuda::relation_kl_bwd_wgmma_st_launch<T, D>(p, vs, vt);
     }
@@ -464,10 +455,6 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {7, "wgmma, one warpgroup a CTA (64 keys, 32-row tiles), 2 CTAs/SM, S^T(t+1) before exps(t)",
-       [](const RelationKLParams& p) { return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<7>(p); }},
-      {8, "version 7 without the S^T pipelining (2 X stages, 1 barrier a tile)",
-       [](const RelationKLParams& p) { return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<8>(p); }},
   };
   return v;
 }

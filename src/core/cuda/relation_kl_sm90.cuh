@@ -95,30 +95,6 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&c)[8][4], uint64_t de
 }
 #undef LINEAR_ARD_WGMMA_SS_N64
 
-// D(64 x 32, fp32) (+)= A * B as wgmma_m64n64k16_ss with n = 32 (both operands K-major by
-// descriptor); c[i] = columns 8i..8i+7 as mma.sync C fragments.
-#define LINEAR_ARD_WGMMA_SS_N32(TY)                                                                        \
-  asm volatile(                                                                                            \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                         \
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY                                              \
-      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"            \
-      : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]),           \
-        "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]),           \
-        "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3])                                          \
-      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)))
-template <typename T>
-__device__ __forceinline__ void wgmma_m64n32k16_ss(float (&c)[4][4], uint64_t desc_a, uint64_t desc_b,
-                                                   bool accumulate) {
-#ifdef LINEAR_ARD_SM90A
-  if constexpr (WgmmaType<T>::kBF16) {
-    LINEAR_ARD_WGMMA_SS_N32("bf16");
-  } else {
-    LINEAR_ARD_WGMMA_SS_N32("f16");
-  }
-#endif
-}
-#undef LINEAR_ARD_WGMMA_SS_N32
-
 // MN-major descriptor of the same core-matrix tile read as B[k = tile rows][n = tile columns]
 // (n contiguous inside each core matrix): LBO = 16 D bytes (next 8 rows = next 8 k), SBO = 128
 // bytes (next 8 columns = next 8 n). Use with trans-b = 1.
