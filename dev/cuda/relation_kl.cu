@@ -26,10 +26,15 @@
 //                (D <= 128; relation_kl_bwd_inflight.cuh)
 //             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
 //                reduce-add through shared memory (the library's on sm_90a, D <= 128)
+//             9  6 with the teacher's S^T as its own wgmma group ahead of dX and the student's, its
+//                exponentials behind them (the library's template with kOrder = 1)
+//            10  6 with the teacher's exponentials behind the student's S^T only (kOrder = 2)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6;
 // docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
+//   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
+//                                              timed launches at 4K, then 8K, 12 each)
 // Built with -DLINEAR_ARD_BUILD_DEV=ON (for sm_90a alone: version 3 is sm_90a code).
 #include <algorithm>
 #include <cstdio>
@@ -44,6 +49,7 @@
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
+#include "relation_kl_bwd_wgmma.cuh"                // defines: relation_kl_bwd_wgmma_kernel (the library's, with versions 9 and 10's kOrder)
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
@@ -299,7 +305,7 @@ using namespace linear_ard;
 
 namespace {
 
-// Versions 3, 4, 5, 7 and 8 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
+// Versions 3, 4, 5, 9 and 10 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
 // where they cannot run.
 template <int kVersion>
 bool backward_sm90a_dev(const RelationKLParams& p) {
@@ -316,6 +322,9 @@ bool backward_sm90a_dev(const RelationKLParams& p) {
       cuda::relation_kl_bwd_v4_launch<T, D>(p, vs, vt);
     } else if constexpr (kVersion == 5) {
       cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
+    } else if constexpr (kVersion == 9 || kVersion == 10) {
+      cuda::bwd_launch<cuda::BwdWgmmaTile<D>>(cuda::relation_kl_bwd_wgmma_kernel<T, D, kVersion - 8>, p, vs, vt,
+                                               "relation_kl_bwd_wgmma (order)");
     } else {
       cuda::relation_kl_bwd_wgmma_st_launch<T, D>(p, vs, vt);
     }
@@ -455,6 +464,12 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
+      {9, "6, teacher S^T first: P_t behind the dX and student GEMMs", [](const RelationKLParams& p) {
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<9>(p);
+       }},
+      {10, "6, P_t behind the student's S^T GEMMs", [](const RelationKLParams& p) {
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<10>(p);
+       }},
   };
   return v;
 }
@@ -471,11 +486,12 @@ std::vector<RelationKLProblemSpec> check_cases() {
   return cases;
 }
 
-// Checks and times one version; the other pass runs the library's default kernels. Returns failures.
-int run_version(const Version& v, bool backward) {
+// Checks (unless time_only) and times one version; the other pass runs the library's default
+// kernels. Returns failures.
+int run_version(const Version& v, bool backward, bool time_only) {
   int failures = 0;
   std::printf("\n%s version %d (%s)\n", backward ? "backward" : "forward", v.number, v.what);
-  for (const RelationKLProblemSpec& spec : check_cases()) {
+  for (const RelationKLProblemSpec& spec : time_only ? std::vector<RelationKLProblemSpec>{} : check_cases()) {
     RelationKLProblem prob(spec);
     harness::DeviceProblem dev(prob);
     dev.poison();
@@ -515,8 +531,9 @@ int run_version(const Version& v, bool backward) {
 
 int main(int argc, char** argv) {
   const bool backward = argc > 1 && std::strcmp(argv[1], "backward") == 0;
-  if (argc < 2 || (!backward && std::strcmp(argv[1], "forward") != 0)) {
-    std::fprintf(stderr, "usage: relation_kl forward|backward [VERSION]\n");
+  const bool time_only = argc > 3 && std::strcmp(argv[3], "--time-only") == 0;
+  if (argc < 2 || (!backward && std::strcmp(argv[1], "forward") != 0) || (argc > 3 && !time_only)) {
+    std::fprintf(stderr, "usage: relation_kl forward|backward [VERSION [--time-only]]\n");
     return 1;
   }
   const int only = argc > 2 ? std::atoi(argv[2]) : 0;
@@ -524,7 +541,7 @@ int main(int argc, char** argv) {
   try {
     for (const Version& v : backward ? backward_versions() : forward_versions()) {
       if (only != 0 && v.number != only) continue;
-      failures += run_version(v, backward);
+      failures += run_version(v, backward, time_only);
       ++ran;
     }
   } catch (const std::exception& e) {
