@@ -26,12 +26,9 @@
 //                (D <= 128; relation_kl_bwd_inflight.cuh)
 //             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
 //                reduce-add through shared memory (the library's on sm_90a, D <= 128)
-//             9  6 with the teacher's S^T as its own wgmma group ahead of dX and the student's, its
-//                exponentials behind them (the library's template with kOrder = 1)
-//            10  6 with the teacher's exponentials behind the student's S^T only (kOrder = 2)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
-// so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6;
-// docs/kernel.md.)
+// so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
+// and 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %; docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
 //                                              timed launches at 4K, then 8K, 12 each)
@@ -49,7 +46,6 @@
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
-#include "relation_kl_bwd_wgmma.cuh"                // defines: relation_kl_bwd_wgmma_kernel (the library's, with versions 9 and 10's kOrder)
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
@@ -305,7 +301,7 @@ using namespace linear_ard;
 
 namespace {
 
-// Versions 3, 4, 5, 9 and 10 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
+// Versions 3, 4 and 5 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
 // where they cannot run.
 template <int kVersion>
 bool backward_sm90a_dev(const RelationKLParams& p) {
@@ -322,9 +318,6 @@ bool backward_sm90a_dev(const RelationKLParams& p) {
       cuda::relation_kl_bwd_v4_launch<T, D>(p, vs, vt);
     } else if constexpr (kVersion == 5) {
       cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
-    } else if constexpr (kVersion == 9 || kVersion == 10) {
-      cuda::bwd_launch<cuda::BwdWgmmaTile<D>>(cuda::relation_kl_bwd_wgmma_kernel<T, D, kVersion - 8>, p, vs, vt,
-                                               "relation_kl_bwd_wgmma (order)");
     } else {
       cuda::relation_kl_bwd_wgmma_st_launch<T, D>(p, vs, vt);
     }
@@ -463,12 +456,6 @@ const std::vector<Version>& backward_versions() {
          }
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
-       }},
-      {9, "6, teacher S^T first: P_t behind the dX and student GEMMs", [](const RelationKLParams& p) {
-         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<9>(p);
-       }},
-      {10, "6, P_t behind the student's S^T GEMMs", [](const RelationKLParams& p) {
-         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<10>(p);
        }},
   };
   return v;

@@ -69,13 +69,7 @@ struct BwdRowStats {
 // then each warp stages its 16 half-rows in shared memory and 16 of its lanes add one row each to
 // global dX by TMA bulk reduce-add. The bulk reduce-adds and the RED atomics (other CTAs' dX, the
 // self-relation's dY, the fallback) all add into dx, in an order that varies from run to run.
-// kOrder (dev/cuda's backward versions 6, 9 and 10) orders the wgmma groups of a row tile:
-// 0 = [dX(t-1), S^T teacher + student], the dX output behind the S^T GEMMs, then all exponentials;
-// 1 = [S^T teacher, dX(t-1), S^T student], the teacher's exponentials behind the dX and student
-//     GEMMs, the dX output behind the student's;
-// 2 = [dX(t-1), S^T teacher, S^T student], the dX output behind both S^T GEMMs, the teacher's
-//     exponentials behind the student's.
-template <typename T, int D, int kOrder = 0>
+template <typename T, int D>
 __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     relation_kl_bwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
 #ifdef LINEAR_ARD_SM90A
@@ -200,13 +194,8 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 
   // dZ^T of a row tile in place of zs (kMasked: a key is hidden or the tile crosses the causal
   // diagonal; elsewhere rows without a visible key are already zeroed through lse2 = inf, g = 0).
-  // zt holds the teacher's logits (kOrder 0) or already P_t (teacher_probs, kOrders 1 and 2).
   auto dz_compute = [&](auto& zs, const auto& zt, const float* st, int64_t i0, auto masked_tag) {
     constexpr bool kMasked = decltype(masked_tag)::value;
-    if constexpr (kOrder != 0) {
-      wgmma_wait<0>();
-      fence_regs(zs);
-    }
     // Causal: key key_lo + 8r is hidden from row i0 + rl when rl < key_lo + 8r - i0.
     const int first_row = static_cast<int>(max(int64_t(-8), min(key_lo - i0, int64_t(BM))));
 #pragma unroll
@@ -215,7 +204,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       for (int e = 0; e < 4; ++e) {
         const int rl = i * 8 + 2 * tq + (e & 1);
         const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
-        const float pt = kOrder != 0 ? zt[i][e] : ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
         float dz = st[2 * BM + rl] * (ps - pt);
         if constexpr (kMasked) {
           const int r = e >> 1;
@@ -223,21 +212,6 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
         }
         zs[i][e] = dz;
       }
-  };
-
-  // P_t of a row tile in place of the teacher's logits zt (orders 1 and 2).
-  auto teacher_probs = [&](auto& zt, const float* st) {
-#pragma unroll
-    for (int i = 0; i < RT; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) zt[i][e] = ex2(fmaf(zt[i][e], ct, -st[BM + i * 8 + 2 * tq + (e & 1)]));
-  };
-  // The S^T GEMMs of one model into z (A = its 64 keys of Y, B = the X tile).
-  auto st_issue = [&](float(&z)[RT][4], const T* sY, const T* sXm) {
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(z, cm_desc<D>(sY + wg * 64 * D + kk * 128), cm_desc<D>(sXm + kk * 128), kk > 0);
-    }
   };
 
   for (int64_t it = 0; it < iters; ++it) {
@@ -279,49 +253,27 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     // previous row tile (its own group, empty at it = 0), which is waited for first: its staging
     // and bulk reduce-add run while the tensor cores work through these.
     float zs[RT][4], zt[RT][4], dxa[XC / 8][4];
-    if constexpr (kOrder == 1) {
+    if (it > 0) {
       wgmma_fence();
-      st_issue(zt, sYt, sXt);
-      wgmma_commit();
-      if (it > 0) dx_issue(dxa, stage ^ 1);
-      wgmma_commit();
-      st_issue(zs, sYs, sXs);
-      wgmma_commit();
-      wgmma_wait<2>();
-      fence_regs(zt);
-      teacher_probs(zt, st);
-      // The waits sit behind branches: within one basic block ptxas hoists them above the
-      // exponentials (SASS: 26 of the 32 MUFU.EX2 moved behind the next wait), which is the overlap
-      // these orders are for. The student's wait opens dz_compute's two paths for the same reason.
-      if (it > 0) {
-        wgmma_wait<1>();
-        fence_regs(dxa);
-        dx_out(prev_pos, dxa);
-      }
-    } else {
-      if (it > 0) {
-        wgmma_fence();
-        dx_issue(dxa, stage ^ 1);
-      }
-      wgmma_commit();
-      wgmma_fence();
-      st_issue(zt, sYt, sXt);
-      if constexpr (kOrder == 2) wgmma_commit();
-      st_issue(zs, sYs, sXs);
-      wgmma_commit();
-      wgmma_wait<kOrder == 2 ? 2 : 1>();
-      fence_regs(dxa);
-      if (it > 0) dx_out(prev_pos, dxa);
-      if constexpr (kOrder == 2) {
-        wgmma_wait<1>();
-        fence_regs(zt);
-        teacher_probs(zt, st);
-      } else {
-        wgmma_wait<0>();
-        fence_regs(zs);
-        fence_regs(zt);
-      }
+      dx_issue(dxa, stage ^ 1);
     }
+    wgmma_commit();
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), cm_desc<D>(sXt + kk * 128), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), cm_desc<D>(sXs + kk * 128), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_regs(dxa);
+    if (it > 0) dx_out(prev_pos, dxa);
+    wgmma_wait<0>();
+    fence_regs(zs);
+    fence_regs(zt);
 
     if (any_hidden_key || (p.causal && i0 < j0 + BN - 1)) {
       dz_compute(zs, zt, st, i0, std::true_type{});
