@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "relation_kl_fwd_wgmma.cuh"  // defines: FwdWgmmaTile, kFwdTurnBarrier, fwd_warp_load_cm (and the stats, sm90 wrappers)
+#include "relation_kl_fwd_wgmma.cuh"  // defines: FwdWgmmaTile, fwd_warp_load_cm, fwd_pingpong_consume, sm90 wrappers
 
 namespace linear_ard {
 namespace cuda {
@@ -95,15 +95,15 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
 // proxy and arrive on x_full (32 arrivals); lane 0 goes on with tiles K.. (wait empty[s], then
 // arrive.expect_tx(full[s], both models' bytes) and the 2 x D/64 box copies onto full[s], whose
 // single arrival plus the transaction bytes complete its phase). Rows >= n and columns >= d come
-// as zeros from the TMA's out-of-bounds fill. The consumers wait for x_full once before their loop;
-// the rest is version 6's loop, the B descriptors being sw128_desc's.
+// as zeros from the TMA's out-of-bounds fill. The consumers are the library's (fwd_pingpong_consume,
+// version 6's loop) with sw128_desc's B descriptors and a wait for x_full before their loop.
 template <typename T, int D>
 __global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
     relation_kl_fwd_tma_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
                                const __grid_constant__ CUtensorMap map_t) {
 #ifdef LINEAR_ARD_SM90A
   using Tile = FwdTmaTile<D>;
-  constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8;
+  constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
   extern __shared__ __align__(1024) unsigned char fwd_tma_smem[];
   unsigned char* base = fwd_tma_smem + ((1024 - (smem_u32(fwd_tma_smem) & 1023)) & 1023);
   const uint32_t sY = smem_u32(base);  // [stage][model][box], shared-window address
@@ -166,67 +166,18 @@ __global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
     return;
   }
 
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, g = (threadIdx.x % 32) / 4;
-  const bool lane0 = threadIdx.x % 32 == 0;
-  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
-  const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
-  const int64_t last_free = min(n - 1, p.causal ? r0 : n - 1);
-  const int nfull = kmask ? 0 : static_cast<int>(min(int64_t(ntiles), (last_free + 1) / BN));
-
-  const T* xs = sXs + wg * 64 * D;
-  const T* xt = sXt + wg * 64 * D;
-  const int my_turn = kFwdTurnBarrier + wg, other_turn = kFwdTurnBarrier + (wg ^ 1);
-  const int64_t row_lo = r0 + wg * 64 + warp * 16 + g;
-
-  // Both logit tiles of key tile t (stage t mod K) into z, one commit group. B: k-step kk is box
-  // kk / 4, 32 bytes further per k16 inside the box (descriptor address units of 16 bytes).
+  // Version 6's consumers (the library's fwd_pingpong_consume), with the B descriptors of the
+  // swizzled boxes: k-step kk of model m in stage s is box kk / 4 of that model's tile, 32 bytes
+  // further per k16 inside the box (descriptor address units of 16 bytes); and a wait for the X
+  // tiles before the first key tile.
   const uint64_t ydesc0 = sw128_desc(sY);
-  auto issue = [&](FwdLogits<NT>& z, int t) {
-    const uint64_t ys = ydesc0 + (((t % K) * Tile::kStageBytes) >> 4);
-    const uint64_t yt = ys + (Tile::kModelBytes >> 4);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(z.s, cm_desc<D>(xs + kk * 128), ys + (((kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4),
-                            kk > 0);
-    }
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(z.t, cm_desc<D>(xt + kk * 128), yt + (((kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4),
-                            kk > 0);
-    }
-    wgmma_commit();
-  };
-  FwdRowStats st;
-  auto update = [&](int t, FwdLogits<NT>& z) {
-    if (t < nfull) {
-      fwd_pipe_update<false>(st, z, cs, ct, FwdTileMask{});
-    } else {
-      const int64_t k0 = int64_t(t) * BN;
-      const FwdTileMask mk{static_cast<int>(min(row_lo - k0, int64_t(BN))), static_cast<int>(min(n - k0, int64_t(BN))),
-                           p.causal, kmask ? kmask + k0 : nullptr};
-      fwd_pipe_update<true>(st, z, cs, ct, mk);
-    }
-    fwd_wgmma_pin(st);
-  };
-
-  if (wg == 1) named_bar_arrive(other_turn, Tile::kConsumers);  // warpgroup 0 issues first
-  mbar_wait(x_full, 0);
-  FwdLogits<NT> z;
-  for (int t = 0; t < ntiles; ++t) {
-    mbar_wait(&full[t % K], (t / K) & 1);
-    named_bar_sync(my_turn, Tile::kConsumers);
-    issue(z, t);
-    named_bar_arrive(other_turn, Tile::kConsumers);
-    wgmma_wait<0>();
-    fence_regs(z.s);
-    fence_regs(z.t);
-    if (lane0) mbar_arrive(&empty[t % K]);
-    update(t, z);
-  }
-  if (wg == 0) named_bar_sync(my_turn, Tile::kConsumers);
-
-  fwd_pipe_store(p, st, b, h, row_lo);
+  fwd_pingpong_consume<T, D, false>(
+      p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
+      [&](int stage, int model, int kk) {
+        return ydesc0 + ((stage * Tile::kStageBytes + model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes +
+                          (kk % 4) * 32) >> 4);
+      },
+      [&] { mbar_wait(x_full, 0); });
 #endif
 }
 
