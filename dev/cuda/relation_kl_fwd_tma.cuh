@@ -104,7 +104,9 @@ __global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
 #ifdef LINEAR_ARD_SM90A
   using Tile = FwdTmaTile<D>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
-  extern __shared__ __align__(1024) unsigned char fwd_tma_smem[];
+  // Declared 128-byte aligned only, so that the compiler keeps the rounding up to 1024 (with
+  // __align__(1024) it assumes the base aligned and folds the rounding away).
+  extern __shared__ __align__(128) unsigned char fwd_tma_smem[];
   unsigned char* base = fwd_tma_smem + ((1024 - (smem_u32(fwd_tma_smem) & 1023)) & 1023);
   const uint32_t sY = smem_u32(base);  // [stage][model][box], shared-window address
   T* sXs = reinterpret_cast<T*>(base + Tile::kYBytes);
