@@ -118,70 +118,16 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
   for (int t = max(0, ntiles - kLag); t < ntiles; ++t) mbar_arrive(&full[t % K]);
 }
 
-// Grid (ceil(n / 128), H, B), heaviest causal row blocks first; one CTA per SM. The producer runs
-// fwd_pingpong_produce; a full barrier takes 32 arrivals (each producer lane's own copies), an
-// empty one 8 (lane 0 of each consumer warp, once its wgmmas reading the stage have completed).
-//
-// Consumer warpgroup w (rows 64w..64w+63 of the CTA's 128), version 6 (one tile a turn), per key
-// tile t:
-//   wait full[t mod K] (Y(t) visible to wgmma);
-//   bar.sync (turn barrier of w): the other warpgroup has issued its GEMMs of its previous turn;
-//   issue S(t) = both models' X Y(t)^T (2 x D/16 wgmma.m64n64k16, one commit group);
-//   bar.arrive (turn barrier of the other warpgroup): it may issue now;
-//   wgmma.wait_group 0; lane 0 of each warp arrives on empty[t mod K];
-//   update by S(t) (version 2's online softmax/KL, masked on the tiles that need it), while the
-//   tensor cores run the other warpgroup's GEMMs.
-// So the issue order on the tensor cores alternates S_0(t), S_1(t), S_0(t+1), ... and each
-// warpgroup's update overlaps the other's GEMMs.
-// Version 7 (kPairs) takes key tiles two a turn, as version 5 took them per barrier: wait full for
-// t and t+1, bar.sync, issue S(t) into za and S(t+1) into zb (two commit groups), bar.arrive,
-// wgmma.wait_group 1, release stage t, update by S(t) while the tensor cores run S(t+1) (and then
-// the other warpgroup's pair), wgmma.wait_group 0, release stage t+1, update by S(t+1). An odd
-// last tile's S(t+1) is issued anyway, on a stage no one writes any more (its result is dropped):
-// the issue stays unconditional, as in version 5.
-// Warpgroup 1 arrives once on warpgroup 0's turn barrier before the loop (warpgroup 0 goes first)
-// and warpgroup 0 takes that extra arrival back after its loop, so both barriers end balanced. Both
-// warpgroups run the CTA's ntiles tiles (as in version 5, warpgroup 0's last causal tile is all
-// hidden); every issue is waited for in its own iteration, so no accumulator is in flight across
-// the loop's back edge (version 5's C7514 note).
-template <typename T, int D, bool kPairs>
-__global__ void __launch_bounds__(FwdWgmmaTile<D, kPairs>::kThreads, 1)
-    relation_kl_fwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
-#ifdef LINEAR_ARD_SM90A
+// The consumer warpgroups' part of the kernel below (threads 0..255; its comment says what they
+// do), with the key tiles' wgmma B descriptors from `b_desc(stage, model (0 = student, 1 = teacher),
+// k-step)` and `before_loop()` run once before the first tile's wait; n = p.seq_len. Shared with dev/cuda forward
+// version 8 (key tiles by TMA: 128B-swizzled boxes, and a wait for the X tiles' own barrier).
+template <typename T, int D, bool kPairs, typename BDesc, typename BeforeLoop>
+__device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, const T* sXs, const T* sXt,
+                                                     uint64_t* full, uint64_t* empty, int64_t b, int h, int64_t n,
+                                                     int64_t r0, int ntiles, BDesc&& b_desc, BeforeLoop&& before_loop) {
   using Tile = FwdWgmmaTile<D, kPairs>;
-  constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8;
-  extern __shared__ __align__(128) unsigned char fwd_wgmma_smem[];
-  T* sXs = reinterpret_cast<T*>(fwd_wgmma_smem);
-  T* sXt = sXs + BM * D;
-  T* sY = sXt + BM * D;  // [stage][model s, t][BN x D]
-  uint64_t* full = reinterpret_cast<uint64_t*>(fwd_wgmma_smem + Tile::kTileBytes);
-  uint64_t* empty = full + K;
-
-  const int h = blockIdx.y;
-  const int64_t b = blockIdx.z, n = p.seq_len;
-  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
-  const int64_t kv_end = p.causal ? min(n, r0 + BM) : n;
-  const int ntiles = static_cast<int>((kv_end + BN - 1) / BN);
-
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < K; ++s) {
-      mbar_init(&full[s], 32);
-      mbar_init(&empty[s], Tile::kConsumers / 32);
-    }
-    fence_mbarrier_init();
-  }
-  __syncthreads();  // the only CTA-wide barrier
-
-  if (threadIdx.x >= Tile::kConsumers) {
-    if constexpr (kPairs) setmaxnreg_dec<Tile::kProducerRegs>();
-    if (threadIdx.x < Tile::kConsumers + 32) {
-      fwd_pingpong_produce<T, D, Tile>(p, sXs, sXt, sY, full, empty, b, h, r0, ntiles, vec_s, vec_t);
-    }
-    return;
-  }
-  if constexpr (kPairs) setmaxnreg_inc<Tile::kConsumerRegs>();
-
+  constexpr int BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, g = (threadIdx.x % 32) / 4;
   const bool lane0 = threadIdx.x % 32 == 0;
   const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
@@ -199,13 +145,12 @@ __global__ void __launch_bounds__(FwdWgmmaTile<D, kPairs>::kThreads, 1)
 
   // Both logit tiles of key tile t (stage t mod K) into z, one commit group.
   auto issue = [&](FwdLogits<NT>& z, int t) {
-    const T* ys = sY + (t % K) * 2 * BN * D;
-    const T* yt = ys + BN * D;
+    const int stage = t % K;
     wgmma_fence();  // the previous update wrote z (in-place scaling) before this issue
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.s, cm_desc<D>(xs + kk * 128), cm_desc<D>(ys + kk * 128), kk > 0);
+    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.s, cm_desc<D>(xs + kk * 128), b_desc(stage, 0, kk), kk > 0);
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.t, cm_desc<D>(xt + kk * 128), cm_desc<D>(yt + kk * 128), kk > 0);
+    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.t, cm_desc<D>(xt + kk * 128), b_desc(stage, 1, kk), kk > 0);
     wgmma_commit();
   };
   FwdRowStats st;
@@ -222,6 +167,7 @@ __global__ void __launch_bounds__(FwdWgmmaTile<D, kPairs>::kThreads, 1)
   };
 
   if (wg == 1) named_bar_arrive(other_turn, Tile::kConsumers);  // warpgroup 0 issues first
+  before_loop();
   if constexpr (!kPairs) {
     FwdLogits<NT> z;
     for (int t = 0; t < ntiles; ++t) {
@@ -262,6 +208,74 @@ __global__ void __launch_bounds__(FwdWgmmaTile<D, kPairs>::kThreads, 1)
   if (wg == 0) named_bar_sync(my_turn, Tile::kConsumers);  // warpgroup 1's arrival after its last issue
 
   fwd_pipe_store(p, st, b, h, row_lo);
+}
+
+// Grid (ceil(n / 128), H, B), heaviest causal row blocks first; one CTA per SM. The producer runs
+// fwd_pingpong_produce, the consumers fwd_pingpong_consume; a full barrier takes 32 arrivals (each producer lane's own copies), an
+// empty one 8 (lane 0 of each consumer warp, once its wgmmas reading the stage have completed).
+//
+// Consumer warpgroup w (rows 64w..64w+63 of the CTA's 128), version 6 (one tile a turn), per key
+// tile t:
+//   wait full[t mod K] (Y(t) visible to wgmma);
+//   bar.sync (turn barrier of w): the other warpgroup has issued its GEMMs of its previous turn;
+//   issue S(t) = both models' X Y(t)^T (2 x D/16 wgmma.m64n64k16, one commit group);
+//   bar.arrive (turn barrier of the other warpgroup): it may issue now;
+//   wgmma.wait_group 0; lane 0 of each warp arrives on empty[t mod K];
+//   update by S(t) (version 2's online softmax/KL, masked on the tiles that need it), while the
+//   tensor cores run the other warpgroup's GEMMs.
+// So the issue order on the tensor cores alternates S_0(t), S_1(t), S_0(t+1), ... and each
+// warpgroup's update overlaps the other's GEMMs.
+// Version 7 (kPairs) takes key tiles two a turn, as version 5 took them per barrier: wait full for
+// t and t+1, bar.sync, issue S(t) into za and S(t+1) into zb (two commit groups), bar.arrive,
+// wgmma.wait_group 1, release stage t, update by S(t) while the tensor cores run S(t+1) (and then
+// the other warpgroup's pair), wgmma.wait_group 0, release stage t+1, update by S(t+1). An odd
+// last tile's S(t+1) is issued anyway, on a stage no one writes any more (its result is dropped):
+// the issue stays unconditional, as in version 5.
+// Warpgroup 1 arrives once on warpgroup 0's turn barrier before the loop (warpgroup 0 goes first)
+// and warpgroup 0 takes that extra arrival back after its loop, so both barriers end balanced. Both
+// warpgroups run the CTA's ntiles tiles (as in version 5, warpgroup 0's last causal tile is all
+// hidden); every issue is waited for in its own iteration, so no accumulator is in flight across
+// the loop's back edge (version 5's C7514 note).
+template <typename T, int D, bool kPairs>
+__global__ void __launch_bounds__(FwdWgmmaTile<D, kPairs>::kThreads, 1)
+    relation_kl_fwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+#ifdef LINEAR_ARD_SM90A
+  using Tile = FwdWgmmaTile<D, kPairs>;
+  constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
+  extern __shared__ __align__(128) unsigned char fwd_wgmma_smem[];
+  T* sXs = reinterpret_cast<T*>(fwd_wgmma_smem);
+  T* sXt = sXs + BM * D;
+  T* sY = sXt + BM * D;  // [stage][model s, t][BN x D]
+  uint64_t* full = reinterpret_cast<uint64_t*>(fwd_wgmma_smem + Tile::kTileBytes);
+  uint64_t* empty = full + K;
+
+  const int h = blockIdx.y;
+  const int64_t b = blockIdx.z, n = p.seq_len;
+  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const int64_t kv_end = p.causal ? min(n, r0 + BM) : n;
+  const int ntiles = static_cast<int>((kv_end + BN - 1) / BN);
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      mbar_init(&full[s], 32);
+      mbar_init(&empty[s], Tile::kConsumers / 32);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier
+
+  if (threadIdx.x >= Tile::kConsumers) {
+    if constexpr (kPairs) setmaxnreg_dec<Tile::kProducerRegs>();
+    if (threadIdx.x < Tile::kConsumers + 32) {
+      fwd_pingpong_produce<T, D, Tile>(p, sXs, sXt, sY, full, empty, b, h, r0, ntiles, vec_s, vec_t);
+    }
+    return;
+  }
+  if constexpr (kPairs) setmaxnreg_inc<Tile::kConsumerRegs>();
+  fwd_pingpong_consume<T, D, kPairs>(
+      p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
+      [&](int stage, int model, int kk) { return cm_desc<D>(sY + (stage * 2 + model) * BN * D + kk * 128); }, [] {});
 #endif
 }
 
