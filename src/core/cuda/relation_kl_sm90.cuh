@@ -1,9 +1,12 @@
 // Hopper-only (sm_90a) building blocks of the warpgroup-MMA forward and backward: wgmma descriptors
 // of the core-matrix shared-memory tile layout (relation_kl_common.cuh: cm_off, load_tile_cm), the
-// wgmma instructions, the TMA bulk reduce-add, mbarriers and named barriers. Kernels using them compile to real code only in the sm_90a pass
+// wgmma instructions and the descriptors of 128B-swizzled tiles, TMA tensor copies and the bulk reduce-add,
+// mbarriers and named barriers. Kernels using them compile to real code only in the sm_90a pass
 // (__CUDA_ARCH_FEAT_SM90_ALL); relation_kl_sm90a_available() tells the host whether the loaded
 // image is that one.
 #pragma once
+
+#include <cuda.h>  // CUtensorMap (the type only)
 
 #include "relation_kl_common.cuh"  // defines: cp_async16, smem_u32, to_float, cm_off
 
@@ -94,6 +97,15 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&c)[8][4], uint64_t de
 #endif
 }
 #undef LINEAR_ARD_WGMMA_SS_N64
+
+// K-major descriptor of a 128B-swizzled tile at shared address `addr` (rows of 64 16-bit elements =
+// 128 bytes, as the TMA writes them with CU_TENSOR_MAP_SWIZZLE_128B: 16-byte chunk c of row r at
+// chunk c ^ (r mod 8)): SBO = 1024 bytes (next 8 rows), LBO unused (1), base offset 0, layout type 1
+// (128-byte swizzle, bits 62-63). A k16 step inside the row adds 32 bytes to the address; the
+// hardware swizzles the computed addresses, so the tile must be 1024-byte aligned.
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
 
 // MN-major descriptor of the same core-matrix tile read as B[k = tile rows][n = tile columns]
 // (n contiguous inside each core matrix): LBO = 16 D bytes (next 8 rows = next 8 k), SBO = 128
@@ -242,6 +254,29 @@ __device__ __forceinline__ void bulk_wait_all() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// TMA tensor copies (maps from relation_kl_tma_map.cuh): a box into shared memory, completing its
+// bytes on an mbarrier whose phase was armed by mbar_arrive_expect_tx.
+
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+
+// One box of a 4-D tensor map at coordinates (c0 innermost .. c3) into shared memory at `dst`,
+// completing the box's bytes (its zero-filled parts included) on `bar`.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
+                                            uint64_t* bar) {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar))
+      : "memory");
+#endif
+}
+
+// ------------------------------------------------------------------------------------------------
 // Synchronisation of the warp-specialised forward (relation_kl_fwd_wgmma.cuh): shared-memory
 // mbarriers between a producer warp and consumer warpgroups, named barriers for the consumers'
 // ping-pong, and warpgroup register reallocation (dev/cuda forward version 7 only).
@@ -265,6 +300,14 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 #ifdef LINEAR_ARD_SM90A
   asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}" ::"r"(smem_u32(bar))
                : "memory");
+#endif
+}
+
+// One arrival that also adds `bytes` to the transaction count the phase waits for (the TMA copies
+// completing on `bar` count them down).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 #endif
 }
 

@@ -1,24 +1,16 @@
-// dev/cuda forward version 8: the library's sm_90a forward (version 6,
-// src/core/cuda/relation_kl_fwd_wgmma.cuh) with the key tiles (Y_s, Y_t: the wgmma B operand) loaded
-// by TMA tensor copies (cp.async.bulk.tensor, whole 128-byte lines, 128-byte swizzle) instead of the
-// producer warp's 16-byte cp.async, which Nsight Compute shows at 81 % of L2 throughput with half
-// of the global sectors "excessive" (docs/kernel.md, "Where the time goes", "Forward version 8").
+// The sm_90a forward for D = 64 and 128 where both sides can be read by TMA (forward version 8 of
+// dev/cuda; 18 % faster than version 6 on one H200, docs/kernel.md): version 6
+// (relation_kl_fwd_wgmma.cuh) with the key tiles (Y_s, Y_t: the wgmma B operand) loaded by TMA tensor
+// copies (whole 128-byte lines, 128-byte swizzle) instead of the producer warp's 16-byte cp.async,
+// which kept version 6 at 81 % of the L2's throughput with half of its global sectors "excessive".
 // X tiles (the A operand, once per CTA) stay in the core-matrix layout by cp.async, signalled by
-// their own mbarrier. Everything else (ping-pong, masks, causal split, update, store) is version 6's,
-// from the library's headers. A separate kernel rather than a branch of the library's template: the
-// tensor maps are kernel parameters, and a parameter (or template argument) added to the library's
-// kernel would change its symbol and parameter list, i.e. its generated code.
-// Covers D = 64 and 128 (one or two 64-element boxes a row); D = 96 and sides whose Y rows are not
-// 16-byte aligned (side_is_vec) are left to the caller (relation_kl_fwd_tma_run returns false).
+// their own mbarrier. Everything else (ping-pong, masks, causal split, update, store) is version 6's
+// (fwd_pingpong_consume). A kernel of its own rather than a branch of version 6's template: the
+// tensor maps are kernel parameters. D = 96 and sides TMA cannot read (tma_side_ok) run version 6.
 #pragma once
 
-#include <cuda.h>          // CUtensorMap, cuTensorMapEncodeTiled's enums (types only: no libcuda link)
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
-
-#include <stdexcept>
-#include <string>
-
 #include "relation_kl_fwd_wgmma.cuh"  // defines: FwdWgmmaTile, fwd_warp_load_cm, fwd_pingpong_consume, sm90 wrappers
+#include "relation_kl_tma_map.cuh"    // defines: tma_map, tma_y_operand
 
 namespace linear_ard {
 namespace cuda {
@@ -47,44 +39,6 @@ struct FwdTmaTile {
   static constexpr size_t kSmemBytes = 1024 + kBarOffset + (2 * kStages + 1) * sizeof(uint64_t);
   static_assert(kYBytes % 1024 == 0, "X and the barriers after an aligned ring");
 };
-
-// ------------------------------------------------------------------------------------------------
-// CUDA kernels' building blocks (sm_90a: TMA, mbarrier transaction counts, swizzled descriptors)
-
-// K-major wgmma descriptor of a 128B-swizzled tile at shared address `addr` (a row = 64 16-bit
-// elements = 128 bytes): SBO = 1024 bytes (next 8 rows), LBO unused (1), base offset 0, layout type 1
-// (128-byte swizzle, bits 62-63). A k16 step inside the 64-element row adds 32 bytes to the start
-// address (the hardware applies the swizzle to the computed addresses, so the tile must be
-// 1024-byte aligned).
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-
-// Arrives once on `bar` and adds `bytes` to the transaction count its phase waits for.
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-#ifdef LINEAR_ARD_SM90A
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-#endif
-}
-
-__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
-#ifdef LINEAR_ARD_SM90A
-  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-#endif
-}
-
-// One box of a 4-D tensor map at coordinates (c0 innermost .. c3) into shared memory at `dst`,
-// completing `bytes` (the box's, zero-filled parts included) on `bar`.
-__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
-                                            uint64_t* bar) {
-#ifdef LINEAR_ARD_SM90A
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-      "[%6];" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar))
-      : "memory");
-#endif
-}
 
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
@@ -184,74 +138,15 @@ __global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
 }
 
 // ------------------------------------------------------------------------------------------------
-// host helpers
-
-// cuTensorMapEncodeTiled from the driver the runtime uses (no libcuda link), looked up once.
-inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-    cuda_check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status),
-               "relation_kl_fwd_tma: cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)");
-    if (status != cudaDriverEntryPointSuccess || f == nullptr) {
-      throw std::runtime_error("relation_kl_fwd_tma: driver has no cuTensorMapEncodeTiled (query result " +
-                               std::to_string(static_cast<int>(status)) + ")");
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
-// Whether a side's Y can be a TMA map: the alignment of side_is_vec (16-byte base and strides) and
-// no zero stride over an axis of more than one element (TMA strides must be positive multiples
-// of 16 bytes).
-inline bool fwd_tma_side_ok(const RelationSide& s, int64_t batch, size_t elem) {
-  return side_is_vec(s, elem) && s.y_row_stride > 0 && (s.heads_y <= 1 || s.y_head_stride > 0) &&
-         (batch <= 1 || s.y_batch_stride > 0);
-}
-
-// 4-D map over one side's Y: dims (d, n, heads_y, B), byte strides (row, head, batch), boxes of
-// 64 elements x 64 rows x 1 x 1, 128-byte swizzle, out-of-bounds elements read as zeros. Axes of
-// extent 1 get a stride of the one below times its extent (any valid value: never stepped over).
-template <typename T>
-CUtensorMap fwd_tma_key_map(const RelationSide& s, int64_t n, int64_t batch) {
-  constexpr size_t e = sizeof(T);
-  const cuuint64_t dims[4] = {cuuint64_t(s.head_dim), cuuint64_t(n), cuuint64_t(s.heads_y), cuuint64_t(batch)};
-  cuuint64_t strides[3] = {cuuint64_t(s.y_row_stride) * e, cuuint64_t(s.y_head_stride) * e,
-                           cuuint64_t(s.y_batch_stride) * e};
-  if (s.heads_y <= 1) strides[1] = strides[0] * dims[1];
-  if (batch <= 1) strides[2] = strides[1] * dims[2];
-  const cuuint32_t box[4] = {64, 64, 1, 1};
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType type =
-      WgmmaType<T>::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  CUtensorMap map{};
-  const CUresult r = tensor_map_encoder()(&map, type, 4, const_cast<void*>(s.y), dims, strides, box, elem_strides,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    throw std::runtime_error("relation_kl_fwd_tma: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
-                             ", d " + std::to_string(s.head_dim) + ", n " + std::to_string(n) + ", row stride " +
-                             std::to_string(s.y_row_stride) + ")");
-  }
-  return map;
-}
-
-// ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// Version 8 on the params (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)). Returns false
-// where it does not apply (Y rows not 16-byte aligned on either side, zero strides, or indices past
-// the TMA's 32-bit coordinates), launching nothing.
+// Launches the kernel on the params (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the
+// caller has checked tma_side_ok for both sides.
 template <typename T, int D>
-bool relation_kl_fwd_tma_run(const RelationKLParams& p) {
+void relation_kl_fwd_tma_launch(const RelationKLParams& p) {
   using Tile = FwdTmaTile<D>;
-  if (!fwd_tma_side_ok(p.student, p.batch, sizeof(T)) || !fwd_tma_side_ok(p.teacher, p.batch, sizeof(T)) ||
-      p.seq_len >= (int64_t(1) << 31) || p.batch >= (int64_t(1) << 31)) {
-    return false;
-  }
-  const CUtensorMap map_s = fwd_tma_key_map<T>(p.student, p.seq_len, p.batch);
-  const CUtensorMap map_t = fwd_tma_key_map<T>(p.teacher, p.seq_len, p.batch);
+  const CUtensorMap map_s = tma_map<T>(tma_y_operand(p.student, p.seq_len, p.batch), Tile::kKeys);
+  const CUtensorMap map_t = tma_map<T>(tma_y_operand(p.teacher, p.seq_len, p.batch), Tile::kKeys);
   auto kernel = relation_kl_fwd_tma_kernel<T, D>;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(Tile::kSmemBytes)),
@@ -260,7 +155,6 @@ bool relation_kl_fwd_tma_run(const RelationKLParams& p) {
                   static_cast<unsigned>(p.batch));
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, map_s, map_t);
   cuda_check(cudaGetLastError(), "relation_kl_fwd_tma launch");
-  return true;
 }
 
 }  // namespace cuda
