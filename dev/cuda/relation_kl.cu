@@ -35,6 +35,8 @@
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
 //                                              timed launches at 4K, then 8K, 12 each)
+//   LINEAR_ARD_CTA_HEAD_GROUP=G relation_kl ...  the launch order's group of (batch, head) pairs
+//                                              (RelationKLParams::cta_head_group; 1 = pair by pair)
 // Built with -DLINEAR_ARD_BUILD_DEV=ON (for sm_90a alone: version 3 is sm_90a code).
 #include <algorithm>
 #include <cstdio>
@@ -478,6 +480,13 @@ std::vector<RelationKLProblemSpec> check_cases() {
   return cases;
 }
 
+// RelationKLParams::cta_head_group from LINEAR_ARD_CTA_HEAD_GROUP (unset: 0, the library's choice),
+// for comparing launch orders in separate processes.
+int cta_head_group_from_env() {
+  const char* v = std::getenv("LINEAR_ARD_CTA_HEAD_GROUP");
+  return v ? std::atoi(v) : 0;
+}
+
 // Checks (unless time_only) and times one version; the other pass runs the library's default
 // kernels. Returns failures.
 int run_version(const Version& v, bool backward, bool time_only) {
@@ -488,6 +497,7 @@ int run_version(const Version& v, bool backward, bool time_only) {
     harness::DeviceProblem dev(prob);
     dev.poison();
     RelationKLParams& p = dev.params();
+    p.cta_head_group = cta_head_group_from_env();
     const bool ran = backward ? (relation_kl_forward_cuda(p), v.run(p)) : v.run(p);
     if (!ran) {
       std::printf("skip %s\n", relation_kl_describe(spec).c_str());
@@ -507,6 +517,7 @@ int run_version(const Version& v, bool backward, bool time_only) {
     RelationKLProblem prob(spec);
     harness::DeviceProblem dev(prob);
     RelationKLParams& p = dev.params();
+    p.cta_head_group = cta_head_group_from_env();
     relation_kl_forward_cuda(p);
     bool ran = true;
     const double ms = harness::time_ms([&] { ran = v.run(p); }, 10, 2, true);

@@ -65,6 +65,7 @@ void relation_kl_check(const RelationKLParams& p, bool backward) {
   if (p.batch <= 0) fail("batch (" + str(p.batch) + ") must be > 0");
   if (p.heads <= 0) fail("heads (" + str(p.heads) + ") must be > 0");
   if (p.seq_len <= 0) fail("seq_len (" + str(p.seq_len) + ") must be > 0");
+  if (p.cta_head_group < 0) fail("cta_head_group (" + str(p.cta_head_group) + ") must be >= 0 (0: the library's choice)");
   check_side(p.student, "student", p);
   check_side(p.teacher, "teacher", p);
   if (p.key_mask != nullptr && p.key_mask_batch_stride != 0 && p.key_mask_batch_stride < p.seq_len) {

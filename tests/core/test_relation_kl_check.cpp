@@ -48,6 +48,7 @@ TEST(RelationKLCheck, Sizes) {
   expect_refused([](RelationKLParams& p) { p.batch = 0; }, "batch (0)", false);
   expect_refused([](RelationKLParams& p) { p.heads = -1; }, "heads (-1)", false);
   expect_refused([](RelationKLParams& p) { p.seq_len = 0; }, "seq_len (0)", false);
+  expect_refused([](RelationKLParams& p) { p.cta_head_group = -1; }, "cta_head_group (-1)", false);
   expect_refused([](RelationKLParams& p) { p.student.head_dim = 0; }, "student.head_dim (0)", false);
   expect_refused([](RelationKLParams& p) { p.teacher.head_dim = -4; }, "teacher.head_dim (-4)", false);
   expect_refused([](RelationKLParams& p) { p.dtype = DType(7); }, "dtype (7)", false);

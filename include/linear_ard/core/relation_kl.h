@@ -86,6 +86,11 @@ struct RelationKLParams {
 
   // CUDA stream (cudaStream_t) for the CUDA entry points; ignored on CPU.
   void* stream = nullptr;
+  // CUDA tensor-core kernels' launch order, a scheduling choice that leaves every result as it is:
+  // their CTAs start in groups of this many (batch, head) pairs, each group's heaviest tiles (the
+  // longest rows and keys of a causal relation) first; 1 = one pair's tiles after another; 0 = the
+  // library's choice (relation_kl_cuda.cu). Ignored on CPU.
+  int32_t cta_head_group = 0;
 };
 
 // Throws std::invalid_argument naming the offending field when the params are inconsistent.

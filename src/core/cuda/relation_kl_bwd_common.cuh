@@ -12,8 +12,8 @@
 // T, BN keys per CTA, BM rows per stage, tile pitch P and dZ^T pitch ZP):
 //   sYs, sYt [BN][P]; sX [stage][model][BM][P]; sZ = dZ^T [buffer][BN][ZP]; sStat [stage][lse2_s,
 //   lse2_t, g*scale_s][BM] (shared memory);
-//   warp, lane, g = lane / 4, tq = lane % 4; hy (student Y head, grid y), b (grid z), n, j0 (first
-//   key, grid x), group (X heads per student Y head), ds, dt, cs, ct (scales in log2 units), kmask
+//   warp, lane, g = lane / 4, tq = lane % 4; cta (cta_place), hy (student Y head), b (batch item), n,
+//   j0 (first key), group (X heads per student Y head), ds, dt, cs, ct (scales in log2 units), kmask
 //   (this batch item's key mask or nullptr);
 //   key_lo: this thread's keys in the S^T accumulators are key_lo and key_lo + 8 (rows g, g + 8 of
 //   its warp's 16), key_ok[r]: key key_lo + 8r exists and is visible; any_hidden_key: some key of
@@ -28,9 +28,10 @@
   T* sZ = sX + 2 * 2 * BM * P;                                                                             \
   float* sStat = reinterpret_cast<float*>(sZ + 2 * BN * ZP);                                               \
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;                \
-  const int hy = blockIdx.y;                                                                               \
-  const int64_t b = blockIdx.z, n = p.seq_len;                                                             \
-  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * BN;                                                \
+  const CtaPlace cta = cta_place(p.cta_head_group); /* heaviest causal key tiles first */               \
+  const int hy = cta.head;                                                                                 \
+  const int64_t b = cta.batch, n = p.seq_len;                                                              \
+  const int64_t j0 = cta.rank * BN;                                                                        \
   const int group = p.heads / p.student.heads_y;                                                           \
   const int ds = p.student.head_dim, dt = p.teacher.head_dim;                                              \
   const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;                                \

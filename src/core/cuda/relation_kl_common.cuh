@@ -282,6 +282,29 @@ __device__ __forceinline__ SidePtrs<T> side_ptrs(const RelationSide& s, int head
           static_cast<const T*>(s.y) + b * s.y_batch_stride + hy * s.y_head_stride};
 }
 
+// Where a tensor-core kernel's CTA works. Grid (tiles, heads, B), started in linear block order,
+// read as groups of `group` (batch, head) pairs (RelationKLParams::cta_head_group), each
+// group's CTAs tile rank first: rank 0 of every pair of the group, then rank 1, ... The kernels map
+// rank 0 to their heaviest tile of a causal relation (the forward's last row tile, the backward's
+// first key tile), so the longest CTAs start first and the launch ends on short ones, while the
+// pairs of a group share the L2 (their key or row tiles are read by the group's CTAs together).
+// group = 1: one pair's tiles after another, rank = blockIdx.x.
+struct CtaPlace {
+  int64_t rank;
+  int head;
+  int64_t batch;
+};
+__device__ __forceinline__ CtaPlace cta_place(int group) {
+  const int64_t tiles = gridDim.x, pairs = int64_t(gridDim.y) * gridDim.z;
+  const int64_t linear = blockIdx.x + tiles * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
+  const int64_t g = max(int64_t(1), min(int64_t(group), pairs));  // 0 (unresolved) reads as 1
+  const int64_t first = linear / (g * tiles) * g;  // the group's first pair
+  const int64_t size = min(g, pairs - first);      // the last group may be short
+  const int64_t within = linear - first * tiles;
+  const int64_t pair = first + within % size;
+  return {within / size, static_cast<int>(pair % gridDim.y), pair / gridDim.y};
+}
+
 // ------------------------------------------------------------------------------------------------
 // host helpers
 

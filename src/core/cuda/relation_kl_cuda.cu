@@ -69,10 +69,22 @@ void dispatch_tc(const RelationKLParams& p, F&& f) {
   }
 }
 
+// The library's launch order (RelationKLParams::cta_head_group = 0): causal relations in groups of
+// kCausalHeadGroup (batch, head) pairs, heaviest tiles first (measured on one H200, docs/kernel.md
+// "Launch order"); the others one pair after another (all their tiles weigh the same, and a pair's
+// tiles share their L2 lines).
+constexpr int kCausalHeadGroup = 8;
+RelationKLParams with_launch_order(const RelationKLParams& p) {
+  RelationKLParams q = p;
+  if (q.cta_head_group == 0) q.cta_head_group = p.causal ? kCausalHeadGroup : 1;
+  return q;
+}
+
 // The tensor-core kernel of one pass (kBackward) for the params' type and bucket: on warpgroup MMA
 // where use_wgmma says so, else mma.sync.
 template <bool kBackward>
-void launch_tc(const RelationKLParams& p, RelationKLCudaKernels kernels) {
+void launch_tc(const RelationKLParams& params, RelationKLCudaKernels kernels) {
+  const RelationKLParams p = with_launch_order(params);
   const size_t e = dtype_size(p.dtype);
   const bool vs = cuda::side_is_vec(p.student, e), vt = cuda::side_is_vec(p.teacher, e);
   dispatch_tc(p, [&](auto t, auto d) {

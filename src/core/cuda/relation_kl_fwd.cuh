@@ -50,10 +50,10 @@ __global__ void __launch_bounds__(FwdTile<D>::kThreads, FwdTile<D>::kMinBlocks)
   T* sY = sXt + BM * P;  // [stage][model][BN][P]
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
-  const int h = blockIdx.y;
-  const int64_t b = blockIdx.z, n = p.seq_len;
-  // Heaviest causal row blocks first, so the tail of the grid is short ones.
-  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const CtaPlace cta = cta_place(p.cta_head_group);  // heaviest causal row tiles first
+  const int h = cta.head;
+  const int64_t b = cta.batch, n = p.seq_len;
+  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - cta.rank) * BM;
   const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
   const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
   const int ds = p.student.head_dim, dt = p.teacher.head_dim;

@@ -249,9 +249,10 @@ __global__ void __launch_bounds__(FwdWgmmaTile<D, kPairs>::kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(fwd_wgmma_smem + Tile::kTileBytes);
   uint64_t* empty = full + K;
 
-  const int h = blockIdx.y;
-  const int64_t b = blockIdx.z, n = p.seq_len;
-  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const CtaPlace cta = cta_place(p.cta_head_group);  // heaviest causal row tiles first
+  const int h = cta.head;
+  const int64_t b = cta.batch, n = p.seq_len;
+  const int64_t r0 = static_cast<int64_t>(gridDim.x - 1 - cta.rank) * BM;
   const int64_t kv_end = p.causal ? min(n, r0 + BM) : n;
   const int ntiles = static_cast<int>((kv_end + BN - 1) / BN);
 
