@@ -29,6 +29,9 @@
 //                (D <= 128; relation_kl_bwd_inflight.cuh)
 //             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
 //                reduce-add through shared memory (the library's on sm_90a, D <= 128)
+//            11  6 with the X row tiles (X_s, X_t) by TMA tensor copies into 128B-swizzled boxes, an
+//                mbarrier a stage (D = 64, 128, 16-byte aligned rows; relation_kl_bwd_tma.cuh;
+//                written 2026-11-29, not yet run on a GPU)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // and 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %; docs/kernel.md.)
@@ -48,6 +51,7 @@
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
+#include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_run
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
@@ -414,6 +418,25 @@ bool forward_tma(const RelationKLParams& p) {
   return p.dtype == DType::kBF16 ? by_type(__nv_bfloat16{}) : by_type(__half{});
 }
 
+// Version 11 on the params: sm_90a image, 16-bit inputs, max(d_s, d_t) <= 128 and not in the D = 96
+// bucket, both sides' rows 16-byte aligned. Returns false where it cannot run.
+bool backward_tma(const RelationKLParams& p) {
+  const int d = std::max(p.student.head_dim, p.teacher.head_dim);
+  if ((p.dtype != DType::kBF16 && p.dtype != DType::kF16) || d > 128 || (d > 64 && d <= 96) ||
+      !cuda::relation_kl_sm90a_available()) {
+    return false;
+  }
+  relation_kl_check(p, true);
+  if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return true;
+  const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
+  cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)), "zero dx");
+  auto by_type = [&](auto t) {
+    using T = decltype(t);
+    return d <= 64 ? cuda::relation_kl_bwd_tma_run<T, 64>(p) : cuda::relation_kl_bwd_tma_run<T, 128>(p);
+  };
+  return p.dtype == DType::kBF16 ? by_type(__nv_bfloat16{}) : by_type(__half{});
+}
+
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).
 struct Version {
   int number;
@@ -479,6 +502,7 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
+      {11, "6 with the X row tiles by TMA (128B swizzle, mbarriers)", backward_tma},
   };
   return v;
 }
