@@ -79,9 +79,10 @@ struct BwdXCoreMatrixDesc {
 
 // The whole CTA of the kernel below (its comment says what it does), on the dynamic shared memory
 // at smem_raw (BwdWgmmaTile<D>'s carve), with the X tiles' loads and layout left to the caller:
-//   load_x(h, i0, stage, sX): issues the loads of X head h's rows [i0, i0 + 64) of both models into
-//     X stage `stage` of the stages at sX ([stage][X_s, X_t][64 x D elements]), rows >= n and columns >= d
-//     as zeros; called by every thread, once per iteration, after the barrier that frees the stage;
+//   load_x(h, i0, stage, sX): issues the loads of X head h's rows [i0, i0 + 64) of both models
+//     into X stage `stage` of the stages at sX ([stage][X_s, X_t][64 x D elements]), rows >= n and
+//     columns >= d as zeros; called by every thread, once per iteration, after the barrier that
+//     frees the stage;
 //   wait_x(stage, it): makes iteration it's X stage visible to this thread's wgmma (called before
 //     the S^T wgmma; the cp.async loads are waited for at the iteration's barrier instead);
 //   XDesc::k(tile, kk), XDesc::mn(tile, kk): the tile's wgmma B descriptors (BwdXCoreMatrixDesc).
@@ -228,9 +229,10 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
 
   for (int64_t it = 0; it < iters; ++it) {
     const int stage = static_cast<int>(it & 1);
-    // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
-    // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
-    // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    // This iteration's X tiles (when load_x used cp.async; otherwise wait_x waits for them) and
+    // stats (issued one iteration ago) become visible; past this barrier every warp is done with
+    // iteration it - 1, so its X stage and the dZ^T buffer of it - 2 may be rewritten, and every
+    // warp's dZ^T of it - 1 can be read.
     // The bulk reduce-adds of the previous dX tile have also read their staging rows (waited for
     // here, next to the cp.async wait, because on sm_90a both waits become the same scoreboard wait
     // (DEPBAR.LE SB0, 0): a wait inside the iteration would also wait for the next X tile's loads).
