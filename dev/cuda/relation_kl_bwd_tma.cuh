@@ -14,6 +14,9 @@
 // (side_is_vec) and zero strides are left to the caller (relation_kl_bwd_tma_run returns false).
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 #include "relation_kl_bwd_wgmma.cuh"  // defines: BwdWgmmaTile, bwd_wgmma_cta
 #include "relation_kl_fwd_tma.cuh"    // defines: sw128_desc, mbar_arrive_expect_tx, tma_load_4d, tensor_map_encoder
 
