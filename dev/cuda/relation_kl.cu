@@ -28,7 +28,11 @@
 //             5  4 with the dY wgmma left in flight across the next barrier, three X stages
 //                (D <= 128; relation_kl_bwd_inflight.cuh)
 //             6  4 with the dX GEMM on warpgroup MMA too, reduced to global memory by TMA bulk
-//                reduce-add through shared memory (the library's on sm_90a, D <= 128)
+//                reduce-add through shared memory (the library's on sm_90a, D <= 128, where 11
+//                does not apply: src/core/cuda/relation_kl_bwd_wgmma.cuh)
+//            11  6 with the X row tiles (X_s, X_t) by TMA tensor copies into 128B-swizzled boxes, an
+//                mbarrier a stage (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
+//                src/core/cuda/relation_kl_bwd_tma.cuh; 28 % faster than 6)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // and 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %; docs/kernel.md.)
@@ -306,8 +310,9 @@ using namespace linear_ard;
 
 namespace {
 
-// Versions 3, 4 and 5 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns false
-// where they cannot run.
+// Versions 3, 4, 5 and 6 (kVersion) on the params: 16-bit inputs, max(d_s, d_t) <= 128. Returns
+// false where they cannot run. (Version 6 is the library's default where version 11's TMA cannot
+// read the inputs.)
 template <int kVersion>
 bool backward_sm90a_dev(const RelationKLParams& p) {
   const int d = std::max(p.student.head_dim, p.teacher.head_dim);
@@ -323,6 +328,8 @@ bool backward_sm90a_dev(const RelationKLParams& p) {
       cuda::relation_kl_bwd_v4_launch<T, D>(p, vs, vt);
     } else if constexpr (kVersion == 5) {
       cuda::relation_kl_bwd_inflight_launch<T, D>(p, vs, vt);
+    } else if constexpr (kVersion == 6) {
+      cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
     } else {
       cuda::relation_kl_bwd_wgmma_st_launch<T, D>(p, vs, vt);
     }
@@ -458,7 +465,10 @@ const std::vector<Version>& backward_versions() {
          return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<5>(p);
        }},
       {6, "wgmma S^T + dY + dX, dX by bulk reduce-add", [](const RelationKLParams& p) {
-         if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma")) {
+         return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<6>(p);
+       }},
+      {11, "6 with the X row tiles by TMA (128B swizzle, mbarriers)", [](const RelationKLParams& p) {
+         if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
            return false;
          }
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
@@ -468,7 +478,8 @@ const std::vector<Version>& backward_versions() {
   return v;
 }
 
-// The checked cases: the quick reference cases and two longer bf16 ones (many tiles per CTA).
+// The checked cases: the quick reference cases, two longer bf16 ones (many tiles per CTA) and one
+// of 3 batch items x 3 heads.
 std::vector<RelationKLProblemSpec> check_cases() {
   std::vector<RelationKLProblemSpec> cases = relation_kl_reference_cases(true);
   RelationKLProblemSpec s;
@@ -476,6 +487,11 @@ std::vector<RelationKLProblemSpec> check_cases() {
   s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2, s.student_noise = 0.3, s.logit_std = 4.0, s.seed = 3;
   cases.push_back(s);
   s.self_relation = false, s.heads_y_student = 1, s.causal = false, s.mask = KeyMaskKind::kRandom, s.dim_student = 64;
+  cases.push_back(s);
+  // More than one batch item and 9 (batch, head) pairs: the launch order's groups (cta_place).
+  s = RelationKLProblemSpec{};
+  s.dtype = DType::kBF16, s.seq_len = 333, s.causal = true, s.dim_student = s.dim_teacher = 128;
+  s.batch = 3, s.heads = 3, s.heads_y_student = s.heads_y_teacher = 3, s.student_noise = 0.3;
   cases.push_back(s);
   return cases;
 }

@@ -136,16 +136,6 @@ std::string backward_kernel(const Runner& r, RelationKLProblem& problem) {
   return r.name;
 }
 
-std::string kernel_path(const Runner& r, RelationKLProblem& problem) {
-#ifdef LINEAR_ARD_WITH_CUDA
-  if (r.cuda) {
-    const std::string fwd = relation_kl_forward_cuda_kernel_name(problem.params(), r.kernels);
-    if (fwd == "wgmma+tma") return fwd;
-  }
-#endif
-  return backward_kernel(r, problem);
-}
-
 void run(const Runner& r, RelationKLProblem& problem) {
   if (!r.cuda) {
     for (OperatorBuffer* b : {&problem.kl, &problem.lse_student, &problem.lse_teacher, &problem.dx, &problem.dy}) {

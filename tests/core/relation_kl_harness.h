@@ -36,11 +36,10 @@ std::vector<Runner> runners(const std::string& backend, const std::string& kerne
 // n <= 400 (slow and covered).
 bool runner_takes(const Runner& r, RelationKLProblem& problem);
 
-// The backward kernel `r` runs on the problem ("cpu", "wgmma", "mma.sync" or "simt").
+// The backward kernel `r` runs on the problem ("cpu", "wgmma+tma", "wgmma", "mma.sync" or "simt");
+// the forward kernel is chosen alike (relation_kl_forward_cuda_kernel_name), so it names both
+// passes' path.
 std::string backward_kernel(const Runner& r, RelationKLProblem& problem);
-// Both passes' path, for reports: the backward's name, "wgmma+tma" where the forward is the sm_90a
-// one with its key tiles by TMA (relation_kl_forward_cuda_kernel_name; the backward then is wgmma).
-std::string kernel_path(const Runner& r, RelationKLProblem& problem);
 
 // Forward and backward of the problem on `r`, outputs into the problem's buffers (which are first
 // filled with NaN, so an element the operator forgets fails every comparison).

@@ -46,7 +46,7 @@ int check_reference(const std::vector<Runner>& runners, bool quick, harness::Err
       worst.kl = std::max(worst.kl, e.kl), worst.lse = std::max(worst.lse, e.lse);
       worst.dx = std::max(worst.dx, e.dx), worst.dy = std::max(worst.dy, e.dy);
       std::printf("%-4s %-9s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL",
-                  harness::kernel_path(r, prob).c_str(), relation_kl_describe(spec).c_str(), e.kl, e.lse, e.dx,
+                  harness::backward_kernel(r, prob).c_str(), relation_kl_describe(spec).c_str(), e.kl, e.lse, e.dx,
                   e.dy);
     }
   }
@@ -131,7 +131,7 @@ int check_nonfinite(const std::vector<Runner>& runners) {
         std::string report;
         const bool ok = nonfinite_ok(c, prob, report);
         failures += !ok;
-        std::printf("%-4s %-9s %-8s %-46s %s\n", ok ? "ok" : "FAIL", harness::kernel_path(r, prob).c_str(),
+        std::printf("%-4s %-9s %-8s %-46s %s\n", ok ? "ok" : "FAIL", harness::backward_kernel(r, prob).c_str(),
                     dtype_name(dt), c.name, report.c_str());
       }
     }
@@ -273,7 +273,7 @@ void perf_cuda(const std::vector<Runner>& runners, const std::vector<RelationKLP
         relation_kl_backward_cuda_kernels(p, r.kernels);
       }, reps, 2, true);
       std::printf("%-8s %-9s %-62s | %9.3f | %9.3f | %9.3f | %8.0f\n", r.name.c_str(),
-                  harness::kernel_path(r, problem).c_str(), relation_kl_describe(s).c_str(), fwd, bwd, both,
+                  harness::backward_kernel(r, problem).c_str(), relation_kl_describe(s).c_str(), fwd, bwd, both,
                   12.0 * s.dim_student * visible_logits(s) / (both * 1e-3) * 1e-12);
       std::fflush(stdout);
     }

@@ -60,23 +60,40 @@ struct BwdRowStats {
 };
 
 // ------------------------------------------------------------------------------------------------
-// CUDA kernels
+// CUDA kernels' building blocks
 
-// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_kernel (see there for the algorithm): 8 warps
-// = two warpgroups of 64 keys for S^T and dY. The dX pass of row tile t - 1: warpgroup wg computes
-// dX[64 rows][wg * D/2 ..] = dZ Y_s by wgmma (A = dZ^T buffer, B = Y_s, both MN-major
-// descriptors), issued as its own group ahead of the S^T wgmma of tile t and waited for first;
-// then each warp stages its 16 half-rows in shared memory and 16 of its lanes add one row each to
-// global dX by TMA bulk reduce-add. The bulk reduce-adds and the RED atomics (other CTAs' dX, the
-// self-relation's dY, the fallback) all add into dx, in an order that varies from run to run.
-template <typename T, int D>
-__global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
-    relation_kl_bwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
-#ifdef LINEAR_ARD_SM90A
+// wgmma B descriptors of an X tile [64 rows][D] in the core-matrix layout (cp.async by TileLoader),
+// k-step kk: k(...) read K-major (S^T = Y X^T: k = D, a k-step is two core matrices = 128 elements
+// further), mn(...) read MN-major (dY += dZ^T X_s: k = rows, 16 rows = 16 D elements further).
+template <int D>
+struct BwdXCoreMatrixDesc {
+  template <typename T>
+  static __device__ __forceinline__ uint64_t k(const T* tile, int kk) {
+    return cm_desc<D>(tile + kk * 128);
+  }
+  template <typename T>
+  static __device__ __forceinline__ uint64_t mn(const T* tile, int kk) {
+    return cm_desc_mn<D>(tile + kk * 16 * D);
+  }
+};
+
+// The whole CTA of the kernel below (its comment says what it does), on the dynamic shared memory
+// at smem_raw (BwdWgmmaTile<D>'s carve), with the X tiles' loads and layout left to the caller:
+//   load_x(b, h, i0, stage, sX): issues the loads of batch item b, X head h, rows [i0, i0 + 64) of both
+//     models into X stage `stage` of the stages at sX ([stage][X_s, X_t][64 x D elements]), rows >= n and
+//     columns >= d as zeros; called by every thread, once per iteration, after the barrier that
+//     frees the stage;
+//   wait_x(stage, it): makes iteration it's X stage visible to this thread's wgmma (called before
+//     the S^T wgmma; the cp.async loads are waited for at the iteration's barrier instead);
+//   XDesc::k(tile, kk), XDesc::mn(tile, kk): the tile's wgmma B descriptors (BwdXCoreMatrixDesc).
+// Shared with dev/cuda backward version 11 (X tiles by TMA into 128B-swizzled boxes, an mbarrier a
+// stage).
+template <typename T, int D, typename XDesc, typename LoadX, typename WaitX>
+__device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool vec_s, bool vec_t,
+                                              unsigned char* smem_raw, LoadX&& load_x, WaitX&& wait_x) {
   using Tile = BwdWgmmaTile<D>;
   constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
   constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols, XP = Tile::kDxPitch;
-  extern __shared__ __align__(128) unsigned char smem_raw[];
   LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
   float* sDx = reinterpret_cast<float*>(smem_raw + Tile::kDxStageOffset);
 
@@ -91,16 +108,12 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     return q;
   };
 
-  // Loads iteration q's X tiles (cp.async) and returns its row stats for rows threadIdx.x < BM,
+  // Loads iteration q's X tiles (load_x) and returns its row stats for rows threadIdx.x < BM,
   // read from global memory into registers now and stored to shared memory by stats_store at the
   // end of the iteration, so their latency hides behind the whole iteration. Rows past n or with
   // no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
   auto load_rows = [&](BwdPos q, int stage) {
-    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, q.h);
-    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, q.h);
-    T* dst = sX + stage * 2 * BM * P;
-    TileLoader<T, BM, D, Tile::kThreads, true>(S.x, p.student.x_row_stride, n, ds, vec_s).load(dst, q.i0);
-    TileLoader<T, BM, D, Tile::kThreads, true>(Tt.x, p.teacher.x_row_stride, n, dt, vec_t).load(dst + BM * P, q.i0);
+    load_x(b, q.h, q.i0, stage, sX);
     BwdRowStats st{INFINITY, INFINITY, 0.f};
     const int64_t row = q.i0 + threadIdx.x;
     if (threadIdx.x < BM && row < n) {
@@ -216,9 +229,10 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 
   for (int64_t it = 0; it < iters; ++it) {
     const int stage = static_cast<int>(it & 1);
-    // This iteration's X tiles and stats (issued one iteration ago) become visible; past this
-    // barrier every warp is done with iteration it - 1, so its X stage and the dZ^T buffer of
-    // it - 2 may be rewritten, and every warp's dZ^T of it - 1 can be read.
+    // This iteration's X tiles (when load_x used cp.async; otherwise wait_x waits for them) and
+    // stats (issued one iteration ago) become visible; past this barrier every warp is done with
+    // iteration it - 1, so its X stage and the dZ^T buffer of it - 2 may be rewritten, and every
+    // warp's dZ^T of it - 1 can be read.
     // The bulk reduce-adds of the previous dX tile have also read their staging rows (waited for
     // here, next to the cp.async wait, because on sm_90a both waits become the same scoreboard wait
     // (DEPBAR.LE SB0, 0): a wait inside the iteration would also wait for the next X tile's loads).
@@ -258,14 +272,15 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
       dx_issue(dxa, stage ^ 1);
     }
     wgmma_commit();
+    wait_x(stage, it);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), cm_desc<D>(sXt + kk * 128), kk > 0);
+      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), XDesc::k(sXt, kk), kk > 0);
     }
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), cm_desc<D>(sXs + kk * 128), kk > 0);
+      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
     }
     wgmma_commit();
     wgmma_wait<1>();
@@ -305,7 +320,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
-      wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], cm_desc_mn<D>(sXs + kk * 16 * D), true);
+      wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], XDesc::mn(sXs, kk), true);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -332,6 +347,38 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
   bulk_wait_all<false>();
 
   bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
+}
+
+// ------------------------------------------------------------------------------------------------
+// CUDA kernels
+
+// Grid (ceil(n / 128), heads_y_s, B) as relation_kl_bwd_kernel (see there for the algorithm): 8 warps
+// = two warpgroups of 64 keys for S^T and dY. The dX pass of row tile t - 1: warpgroup wg computes
+// dX[64 rows][wg * D/2 ..] = dZ Y_s by wgmma (A = dZ^T buffer, B = Y_s, both MN-major
+// descriptors), issued as its own group ahead of the S^T wgmma of tile t and waited for first;
+// then each warp stages its 16 half-rows in shared memory and 16 of its lanes add one row each to
+// global dX by TMA bulk reduce-add. The bulk reduce-adds and the RED atomics (other CTAs' dX, the
+// self-relation's dY, the fallback) all add into dx, in an order that varies from run to run.
+// X tiles: every thread's cp.async (TileLoader) into the core-matrix layout, waited for at the
+// iteration's barrier (bwd_wgmma_cta).
+template <typename T, int D>
+__global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
+    relation_kl_bwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
+#ifdef LINEAR_ARD_SM90A
+  constexpr int BM = BwdWgmmaTile<D>::kRows, NT = BwdWgmmaTile<D>::kThreads;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bwd_wgmma_cta<T, D, BwdXCoreMatrixDesc<D>>(
+      p, vec_s, vec_t, smem_raw,
+      [&](int64_t b, int h, int64_t i0, int stage, T* sX) {
+        const int64_t n = p.seq_len;
+        const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
+        const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+        T* dst = sX + stage * 2 * BM * D;
+        TileLoader<T, BM, D, NT, true>(S.x, p.student.x_row_stride, n, p.student.head_dim, vec_s).load(dst, i0);
+        TileLoader<T, BM, D, NT, true>(Tt.x, p.teacher.x_row_stride, n, p.teacher.head_dim, vec_t)
+            .load(dst + BM * D, i0);
+      },
+      [](int, int64_t) {});
 #endif  // LINEAR_ARD_SM90A
 }
 

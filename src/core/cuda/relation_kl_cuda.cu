@@ -1,6 +1,6 @@
 // Relation-KL CUDA entry points: validate, pick the kernels (tensor cores for bf16/fp16 with
 // d <= 256, SIMT otherwise; the warpgroup-MMA forward and backward on sm_90a for D <= 128, the
-// forward's key tiles by TMA where the inputs allow) and the head-dim bucket, launch on params.stream.
+// kernels' tiles by TMA where the inputs allow) and the head-dim bucket, launch on params.stream.
 #include <algorithm>
 #include <stdexcept>
 
@@ -37,8 +37,9 @@ bool use_wgmma(int bucket, RelationKLCudaKernels kernels) {
   return kernels == RelationKLCudaKernels::kDefault && bucket <= 128 && cuda::relation_kl_sm90a_available();
 }
 
-// The wgmma forward's key tiles by TMA: D = 64 or 128 and both sides readable by TMA.
-bool use_fwd_tma(const RelationKLParams& p, int bucket) {
+// The wgmma kernels' tiles by TMA (the forward's key tiles, the backward's X tiles): D = 64 or 128
+// and both sides readable by TMA.
+bool use_tma(const RelationKLParams& p, int bucket) {
   const size_t e = dtype_size(p.dtype);
   return (bucket == 64 || bucket == 128) && cuda::tma_side_ok(p.student, p.heads, p.seq_len, p.batch, e) &&
          cuda::tma_side_ok(p.teacher, p.heads, p.seq_len, p.batch, e);
@@ -92,10 +93,13 @@ void launch_tc(const RelationKLParams& params, RelationKLCudaKernels kernels) {
     constexpr int D = decltype(d)::value;
     if constexpr (D <= 128) {
       if (use_wgmma(D, kernels)) {
-        if constexpr (kBackward) return cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
         if constexpr (D == 64 || D == 128) {
-          if (use_fwd_tma(p, D)) return cuda::relation_kl_fwd_tma_launch<T, D>(p);
+          if (use_tma(p, D)) {
+            if constexpr (kBackward) return cuda::relation_kl_bwd_tma_launch<T, D>(p);
+            return cuda::relation_kl_fwd_tma_launch<T, D>(p);
+          }
         }
+        if constexpr (kBackward) return cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
         return cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
       }
     }
@@ -145,12 +149,12 @@ const char* relation_kl_forward_cuda_kernel_name(const RelationKLParams& p, Rela
   if (!use_tensor_cores(p, kernels)) return "simt";
   const int bucket = head_dim_bucket(p);
   if (!use_wgmma(bucket, kernels)) return "mma.sync";
-  return use_fwd_tma(p, bucket) ? "wgmma+tma" : "wgmma";
+  return use_tma(p, bucket) ? "wgmma+tma" : "wgmma";
 }
 
 const char* relation_kl_backward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
-  if (!use_tensor_cores(p, kernels)) return "simt";
-  return use_wgmma(head_dim_bucket(p), kernels) ? "wgmma" : "mma.sync";
+  // The same choice as the forward's (kept as its own entry point: the two may part again).
+  return relation_kl_forward_cuda_kernel_name(p, kernels);
 }
 
 void relation_kl_forward_cuda(const RelationKLParams& p) {

@@ -21,10 +21,12 @@ template <typename T, int D>
 void relation_kl_fwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 template <typename T, int D>
 void relation_kl_bwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
-// The sm_90a forward with the key tiles by TMA (D = 64 or 128), where tma_side_ok holds for both
-// sides (relation_kl_tma_map.cuh); elsewhere the wgmma forward above.
+// The sm_90a forward (key tiles by TMA) and backward (X tiles by TMA) for D = 64 or 128, where
+// tma_side_ok holds for both sides (relation_kl_tma_map.cuh); elsewhere the wgmma kernels above.
 template <typename T, int D>
 void relation_kl_fwd_tma_launch(const RelationKLParams& p);
+template <typename T, int D>
+void relation_kl_bwd_tma_launch(const RelationKLParams& p);
 bool relation_kl_sm90a_available();
 
 // SIMT kernels for any element type T (float, __nv_bfloat16, __half) and head dims up to

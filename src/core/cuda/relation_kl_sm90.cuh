@@ -107,6 +107,18 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
   return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
+// MN-major wgmma descriptor (use with trans-b = 1) of 128B-swizzled boxes of kBoxRows rows x 64
+// 16-bit elements, boxes side by side in N, read as B[k = box rows][n = box columns]: a swizzle atom
+// is 8 k-rows x 64 n (1024 bytes), SBO = 1024 (next 8 k), LBO = one box (next 64 n), layout type 1
+// (128-byte swizzle, bits 62-63), base offset 0 (atoms 1024-byte aligned). For the no-swizzle
+// layout (cm_desc_mn) the two offsets play the other way round (PTX ISA, "Shared Memory Matrix
+// Layout": MN-major canonical layouts).
+template <int kBoxRows>
+__device__ __forceinline__ uint64_t sw128_desc_mn(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t((kBoxRows * 128) >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+
 // MN-major descriptor of the same core-matrix tile read as B[k = tile rows][n = tile columns]
 // (n contiguous inside each core matrix): LBO = 16 D bytes (next 8 rows = next 8 k), SBO = 128
 // bytes (next 8 columns = next 8 n). Use with trans-b = 1.
