@@ -7,7 +7,7 @@
 #include "linear_ard/core/relation_kl.h"  // defines: RelationKLParams, relation_kl_check
 #include "relation_kl_common.cuh"         // defines: cuda_check, side_is_vec
 #include "relation_kl_cuda_kernels.h"     // defines: RelationKLCudaKernels, relation_kl_*_cuda_kernels
-#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd,fwd_wgmma,fwd_tma,bwd_wgmma,simt_*}_launch
+#include "relation_kl_launch.h"           // defines: relation_kl_{fwd,bwd}{,_wgmma,_tma}_launch, simt launchers
 #include "relation_kl_tma_map.cuh"        // defines: tma_side_ok
 
 namespace linear_ard {
