@@ -5,7 +5,9 @@
 #   scripts/build.sh [--require-all] BUILD_DIR [TARGET...]
 #     --require-all   a library some layer needs that is missing fails the configure
 #                     (LINEAR_ARD_REQUIRE_ALL=ON) instead of leaving the layer out with a warning
-# Environment: LINEAR_ARD_CMAKE_ARGS, more configure arguments (split on spaces), e.g.
+# Environment: LINEAR_ARD_WITH_CUDA, ON, OFF or AUTO (default: AUTO, the CUDA kernels where nvcc is
+# found), passed on every configure so that a folder an earlier call configured otherwise follows;
+# LINEAR_ARD_CMAKE_ARGS, more configure arguments (split on spaces; they come last and win), e.g.
 #   LINEAR_ARD_CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache";
 # CMAKE_BUILD_PARALLEL_LEVEL, the build's jobs (default: nproc).
 # The configure's own output goes to BUILD_DIR/configure.log (its warnings and errors to stderr).
@@ -13,7 +15,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-configure=(-DCMAKE_BUILD_TYPE=Release)
+configure=(-DCMAKE_BUILD_TYPE=Release -DLINEAR_ARD_WITH_CUDA="${LINEAR_ARD_WITH_CUDA:-AUTO}")
 if [[ "${1:-}" == "--require-all" ]]; then
   configure+=(-DLINEAR_ARD_REQUIRE_ALL=ON)
   shift

@@ -41,11 +41,13 @@
 //                                              timed launches at 4K, then 8K, 12 each)
 //   LINEAR_ARD_CTA_HEAD_GROUP=G relation_kl ...  the launch order's group of (batch, head) pairs
 //                                              (RelationKLParams::cta_head_group; 1 = pair by pair)
+//   LINEAR_ARD_TIME_LENGTHS=8192,32768 relation_kl ...  the timed lengths (default 4096,8192)
 // Built with -DLINEAR_ARD_BUILD_DEV=ON (for sm_90a alone: version 3 is sm_90a code).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -503,6 +505,20 @@ int cta_head_group_from_env() {
   return v ? std::atoi(v) : 0;
 }
 
+// The timed sequence lengths from LINEAR_ARD_TIME_LENGTHS (comma-separated; unset: 4096, 8192).
+std::vector<int64_t> time_lengths_from_env() {
+  const char* v = std::getenv("LINEAR_ARD_TIME_LENGTHS");
+  std::vector<int64_t> lengths;
+  for (const char* c = v; c && *c;) {
+    char* end = nullptr;
+    const long long n = std::strtoll(c, &end, 10);
+    if (end == c || n <= 0) throw std::invalid_argument(std::string("LINEAR_ARD_TIME_LENGTHS: not a length list: ") + v);
+    lengths.push_back(n);
+    c = *end == ',' ? end + 1 : end;
+  }
+  return lengths.empty() ? std::vector<int64_t>{4096, 8192} : lengths;
+}
+
 // Checks (unless time_only) and times one version; the other pass runs the library's default
 // kernels. Returns failures.
 int run_version(const Version& v, bool backward, bool time_only) {
@@ -528,8 +544,9 @@ int run_version(const Version& v, bool backward, bool time_only) {
                 e.kl, e.lse, e.dx, e.dy);
     std::fflush(stdout);  // what ran so far survives a version that hangs or faults
   }
-  for (const RelationKLProblemSpec& spec : relation_kl_perf_cases(true)) {
-    if (spec.seq_len != 4096 && spec.seq_len != 8192) continue;
+  for (const int64_t len : time_lengths_from_env()) {
+    RelationKLProblemSpec spec = relation_kl_perf_cases(true).front();  // the benchmark's shape
+    spec.seq_len = len;
     RelationKLProblem prob(spec);
     harness::DeviceProblem dev(prob);
     RelationKLParams& p = dev.params();

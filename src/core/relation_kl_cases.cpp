@@ -95,8 +95,8 @@ std::vector<RelationKLProblemSpec> relation_kl_reference_cases(bool quick) {
       }
     }
   }
-  // CUDA launch order: 9 (batch, head) pairs, one more than the library's causal group of 8, so
-  // the last group is short (cta_place).
+  // CUDA launch order: 9 (batch, head) pairs, one more than the library's causal group at this
+  // length (8), so the last group is short (cta_place).
   {
     RelationKLProblemSpec s;
     s.dtype = DType::kBF16, s.seq_len = 333, s.causal = true, s.dim_student = s.dim_teacher = 128;

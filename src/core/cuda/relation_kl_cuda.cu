@@ -71,13 +71,20 @@ void dispatch_tc(const RelationKLParams& p, F&& f) {
 }
 
 // The library's launch order (RelationKLParams::cta_head_group = 0): causal relations in groups of
-// kCausalHeadGroup (batch, head) pairs, heaviest tiles first (measured on one H200, docs/kernel.md
-// "Launch order"); the others one pair after another (all their tiles weigh the same, and a pair's
-// tiles share their L2 lines).
-constexpr int kCausalHeadGroup = 8;
+// (batch, head) pairs, heaviest tiles first, as many pairs as keep the group's key rows (both models)
+// within about kCausalGroupKeyBytes of L2, at most kCausalHeadGroupMax: 8 pairs up to 2K at d = 128,
+// 4 at 4K, 2 at 8K, 1 from 16K (measured on one H200, docs/kernel.md "Launch order"); the others one
+// pair after another (all their tiles weigh the same, and a pair's tiles share their L2 lines).
+constexpr int64_t kCausalGroupKeyBytes = int64_t(8) << 20;
+constexpr int64_t kCausalHeadGroupMax = 8;
+int causal_head_group(const RelationKLParams& p) {
+  const int64_t pair_bytes = 2 * std::max<int64_t>(p.seq_len, 1) *
+                             std::max(p.student.head_dim, p.teacher.head_dim) * int64_t(dtype_size(p.dtype));
+  return static_cast<int>(std::clamp<int64_t>(kCausalGroupKeyBytes / pair_bytes, 1, kCausalHeadGroupMax));
+}
 RelationKLParams with_launch_order(const RelationKLParams& p) {
   RelationKLParams q = p;
-  if (q.cta_head_group == 0) q.cta_head_group = p.causal ? kCausalHeadGroup : 1;
+  if (q.cta_head_group == 0) q.cta_head_group = p.causal ? causal_head_group(p) : 1;
   return q;
 }
 
