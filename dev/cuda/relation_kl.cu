@@ -20,6 +20,9 @@
 //             8  6 with the key tiles (Y_s, Y_t) by TMA tensor copies into 128B-swizzled boxes, X by
 //                the producer's cp.async behind its own mbarrier (the library's on sm_90a for D = 64,
 //                128 with 16-byte aligned rows: src/core/cuda/relation_kl_fwd_tma.cuh; 18 % faster than 6)
+//             9  8 with the wgmma descriptors in uniform registers (one UIADD3 a wgmma) and, for
+//                positive scales, the scales folded into the exponent arguments of unmasked tiles
+//                (8's kernel body with its switches on: relation_kl_fwd_v9.cuh)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -33,6 +36,9 @@
 //            11  6 with the X row tiles (X_s, X_t) by TMA tensor copies into 128B-swizzled boxes, an
 //                mbarrier a stage (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
 //                src/core/cuda/relation_kl_bwd_tma.cuh; 28 % faster than 6)
+//            12  11 with each warp's dX rows added by one TMA tensor reduce-add (128B-swizzled staging
+//                box) instead of 16 row bulk reduce-adds, and no empty dX wgmma group at iteration 0
+//                (D = 64, 128 where 11 runs: relation_kl_bwd_tma_dx.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // and 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %; docs/kernel.md.)
@@ -56,10 +62,12 @@
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
+#include "relation_kl_bwd_tma_dx.cuh"               // defines: relation_kl_bwd_tma_dx_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
+#include "relation_kl_fwd_v9.cuh"                   // defines: relation_kl_fwd_v9_launch
 #include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
 #include "relation_kl_launch.h"                     // defines: relation_kl_sm90a_available
@@ -408,6 +416,53 @@ bool forward_wgmma(const RelationKLParams& p) {
   return true;
 }
 
+// Version 9 on the params: where the library runs version 8 (its kernel name "wgmma+tma": 16-bit
+// inputs, D = 64 or 128, both sides readable by TMA), with the library's launch order. Returns
+// false elsewhere.
+bool forward_v9(const RelationKLParams& params) {
+  if (relation_kl_forward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
+    return false;
+  }
+  relation_kl_check(params, false);
+  if (params.batch == 0 || params.seq_len == 0 || params.heads == 0) return true;
+  const RelationKLParams p = relation_kl_cuda_launch_order(params);
+  auto by_type = [&](auto t) {
+    using T = decltype(t);
+    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_fwd_v9_launch<T, 64>(p);
+    cuda::relation_kl_fwd_v9_launch<T, 128>(p);
+  };
+  if (p.dtype == DType::kBF16) {
+    by_type(__nv_bfloat16{});
+  } else {
+    by_type(__half{});
+  }
+  return true;
+}
+
+// Backward version 12 on the params: where the library runs version 11 (its kernel name "wgmma+tma"),
+// with the library's launch order and dx zeroed first. Returns false elsewhere.
+bool backward_tma_dx(const RelationKLParams& params) {
+  if (relation_kl_backward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
+    return false;
+  }
+  relation_kl_check(params, true);
+  if (params.batch == 0 || params.seq_len == 0 || params.heads == 0) return true;
+  const RelationKLParams p = relation_kl_cuda_launch_order(params);
+  const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
+  cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)), "zero dx");
+  auto by_type = [&](auto t) {
+    using T = decltype(t);
+    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_bwd_tma_dx_launch<T, 64>(p);
+    cuda::relation_kl_bwd_tma_dx_launch<T, 128>(p);
+  };
+  if (p.dtype == DType::kBF16) {
+    by_type(__nv_bfloat16{});
+  } else {
+    by_type(__half{});
+  }
+  return true;
+}
+
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).
 struct Version {
   int number;
@@ -442,6 +497,7 @@ const std::vector<Version>& forward_versions() {
          relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
+      {9, "8 with uniform wgmma descriptors and the scales folded into exp2's arguments", forward_v9},
   };
   return v;
 }
@@ -476,6 +532,7 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
+      {12, "11 with dX by TMA tensor reduce-add, one box a warp", backward_tma_dx},
   };
   return v;
 }

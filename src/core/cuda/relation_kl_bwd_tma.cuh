@@ -62,6 +62,43 @@ struct BwdXSwizzledDesc {
   }
 };
 
+// The kernel below's CTA (its comment says what it does) on the tensor maps of the student's and
+// the teacher's X (kernel parameters: __grid_constant__), with dx_tile as bwd_wgmma_cta's DxOut
+// (dev/cuda backward version 12 passes its own).
+template <typename T, int D, typename DxOut = BwdDxBulkRows<D>>
+__device__ __forceinline__ void bwd_tma_cta(const RelationKLParams& p, const CUtensorMap* map_s,
+                                            const CUtensorMap* map_t, const DxOut& dx_tile = DxOut{}) {
+  using Tile = BwdTmaTile<D>;
+  // Declared 128-byte aligned only, so that the compiler keeps the rounding up to 1024 (see
+  // relation_kl_fwd_tma_kernel).
+  extern __shared__ __align__(128) unsigned char bwd_tma_smem[];
+  unsigned char* base = bwd_tma_smem + ((1024 - (smem_u32(bwd_tma_smem) & 1023)) & 1023);
+  uint64_t* x_full = reinterpret_cast<uint64_t*>(base + Tile::kBarOffset);
+  if (threadIdx.x == 0) {
+    mbar_init(&x_full[0], 1);
+    mbar_init(&x_full[1], 1);
+    fence_mbarrier_init();
+    tma_prefetch_map(map_s);
+    tma_prefetch_map(map_t);
+  }
+  __syncthreads();  // the barriers initialised before any thread waits or the first copy lands
+  bwd_wgmma_cta<T, D, BwdXSwizzledDesc<D>>(
+      p, true, true, base,
+      [&](int64_t b, int h, int64_t i0, int stage, T* sX) {
+        if (threadIdx.x != 0) return;
+        const uint32_t dst = smem_u32(sX) + stage * Tile::kStageBytes;
+        mbar_arrive_expect_tx(&x_full[stage], Tile::kStageBytes);
+#pragma unroll
+        for (int c = 0; c < Tile::kBoxes; ++c) {
+          const int col = c * Tile::kBoxCols, row = static_cast<int>(i0);
+          tma_load_4d(dst + c * Tile::kBoxBytes, map_s, col, row, h, static_cast<int>(b), &x_full[stage]);
+          tma_load_4d(dst + Tile::kTileBytes + c * Tile::kBoxBytes, map_t, col, row, h, static_cast<int>(b),
+                      &x_full[stage]);
+        }
+      },
+      [&](int stage, int64_t it) { mbar_wait(&x_full[stage], static_cast<uint32_t>(it >> 1) & 1); }, dx_tile);
+}
+
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
 
@@ -82,58 +119,38 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     relation_kl_bwd_tma_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
                                const __grid_constant__ CUtensorMap map_t) {
 #ifdef LINEAR_ARD_SM90A
-  using Tile = BwdTmaTile<D>;
-  // Declared 128-byte aligned only, so that the compiler keeps the rounding up to 1024 (see
-  // relation_kl_fwd_tma_kernel).
-  extern __shared__ __align__(128) unsigned char bwd_tma_smem[];
-  unsigned char* base = bwd_tma_smem + ((1024 - (smem_u32(bwd_tma_smem) & 1023)) & 1023);
-  uint64_t* x_full = reinterpret_cast<uint64_t*>(base + Tile::kBarOffset);
-  if (threadIdx.x == 0) {
-    mbar_init(&x_full[0], 1);
-    mbar_init(&x_full[1], 1);
-    fence_mbarrier_init();
-    tma_prefetch_map(&map_s);
-    tma_prefetch_map(&map_t);
-  }
-  __syncthreads();  // the barriers initialised before any thread waits or the first copy lands
-  bwd_wgmma_cta<T, D, BwdXSwizzledDesc<D>>(
-      p, true, true, base,
-      [&](int64_t b, int h, int64_t i0, int stage, T* sX) {
-        if (threadIdx.x != 0) return;
-        const uint32_t dst = smem_u32(sX) + stage * Tile::kStageBytes;
-        mbar_arrive_expect_tx(&x_full[stage], Tile::kStageBytes);
-#pragma unroll
-        for (int c = 0; c < Tile::kBoxes; ++c) {
-          const int col = c * Tile::kBoxCols, row = static_cast<int>(i0);
-          tma_load_4d(dst + c * Tile::kBoxBytes, &map_s, col, row, h, static_cast<int>(b), &x_full[stage]);
-          tma_load_4d(dst + Tile::kTileBytes + c * Tile::kBoxBytes, &map_t, col, row, h, static_cast<int>(b),
-                      &x_full[stage]);
-        }
-      },
-      [&](int stage, int64_t it) { mbar_wait(&x_full[stage], static_cast<uint32_t>(it >> 1) & 1); });
+  bwd_tma_cta<T, D>(p, &map_s, &map_t);
 #endif
 }
 
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// Launches the kernel on the params (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t); dx
-// already zeroed); the caller has checked tma_side_ok for both sides.
-template <typename T, int D>
-void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
+// Launches `kernel` (relation_kl_bwd_tma_kernel<T, D>, or a dev/cuda variant taking the further
+// kernel parameters `more`) on the params (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t); dx
+// already zeroed) with the X maps of both sides; the caller has checked tma_side_ok for both sides.
+template <typename T, int D, typename... More>
+void bwd_tma_launch(void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap, More...), const RelationKLParams& p,
+                    const char* what, const More&... more) {
   using Tile = BwdTmaTile<D>;
   auto x_map = [&](const RelationSide& s) {
     return tma_map<T>(tma_x_operand(s, p.heads, p.seq_len, p.batch), Tile::kRows);
   };
   const CUtensorMap map_s = x_map(p.student), map_t = x_map(p.teacher);
-  auto kernel = relation_kl_bwd_tma_kernel<T, D>;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(Tile::kSmemBytes)),
-             "relation_kl_bwd_tma: set shared memory");
+             (std::string(what) + ": set shared memory").c_str());
   const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::Base::kKeys - 1) / Tile::Base::kKeys), p.student.heads_y,
                   static_cast<unsigned>(p.batch));
-  kernel<<<grid, Tile::Base::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, map_s, map_t);
-  cuda_check(cudaGetLastError(), "relation_kl_bwd_tma launch");
+  kernel<<<grid, Tile::Base::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, map_s, map_t,
+                                                                                                  more...);
+  cuda_check(cudaGetLastError(), (std::string(what) + " launch").c_str());
+}
+
+// The library's: version 11's kernel (the bulk row reduce-adds of bwd_wgmma_cta's default DxOut).
+template <typename T, int D>
+void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
+  bwd_tma_launch<T, D>(relation_kl_bwd_tma_kernel<T, D>, p, "relation_kl_bwd_tma");
 }
 
 }  // namespace cuda

@@ -77,6 +77,44 @@ struct BwdXCoreMatrixDesc {
   }
 };
 
+// dX output of version 6 (the DxOut of bwd_wgmma_cta, default): each warp stages its 16 finished
+// half-rows in BwdWgmmaTile's staging area at pitch kDxPitch (8-byte stores, conflict-free: rows
+// kDxPitch % 32 = 8 banks apart), then 16 of its lanes add one half-row each to global dX by bulk
+// reduce-add (in SASS an ELECT loop of 16 UBLKRED passes).
+//   kStageOffset, kPitch: the staging area's place in the dynamic shared memory and its row pitch
+//     in floats (warp wl of warpgroup wg stages rows 64 wg + 16 wl ..);
+//   store(s, c, g, tq): the warp's accumulator fragments c (rows g, g + 8, columns 8i + 2tq, + 1)
+//     into its staging rows s;
+//   add(dx_head, bh, row0, n, wg, s, lane): after the warp's proxy fence and __syncwarp, adds the
+//     staged rows [row0, row0 + 16) below n, columns [wg D/2, (wg + 1) D/2) of dx head bh (at
+//     dx_head) from the warp's lanes, each committing its own bulk group;
+//   kCommitDxOnlyIssued: whether the dX wgmma group is committed only where it was issued (false
+//     here: after the branch, every iteration, an empty group at iteration 0; see the loop).
+template <int D>
+struct BwdDxBulkRows {
+  using Tile = BwdWgmmaTile<D>;
+  static constexpr int XC = Tile::kDxCols, XP = Tile::kDxPitch;
+  static constexpr size_t kStageOffset = Tile::kDxStageOffset;
+  static constexpr int kPitch = XP;
+  static constexpr bool kCommitDxOnlyIssued = false;
+  __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
+    float* s = stage + g * XP + 2 * tq;
+#pragma unroll
+    for (int i = 0; i < XC / 8; ++i) {
+      *reinterpret_cast<float2*>(s + i * 8) = make_float2(c[i][0], c[i][1]);
+      *reinterpret_cast<float2*>(s + 8 * XP + i * 8) = make_float2(c[i][2], c[i][3]);
+    }
+  }
+  __device__ __forceinline__ void add(float* dx_head, int64_t, int64_t row0, int64_t n, int wg, const float* stage,
+                                      int lane) const {
+    const int64_t row = row0 + lane;
+    if (lane < 16 && row < n) {
+      bulk_reduce_add_f32(dx_head + row * D + wg * XC, stage + lane * XP, XC * 4);
+      bulk_commit();
+    }
+  }
+};
+
 // The whole CTA of the kernel below (its comment says what it does), on the dynamic shared memory
 // at smem_raw (BwdWgmmaTile<D>'s carve), with the X tiles' loads and layout left to the caller:
 //   load_x(b, h, i0, stage, sX): issues the loads of batch item b, X head h, rows [i0, i0 + 64) of both
@@ -85,17 +123,20 @@ struct BwdXCoreMatrixDesc {
 //     frees the stage;
 //   wait_x(stage, it): makes iteration it's X stage visible to this thread's wgmma (called before
 //     the S^T wgmma; the cp.async loads are waited for at the iteration's barrier instead);
-//   XDesc::k(tile, kk), XDesc::mn(tile, kk): the tile's wgmma B descriptors (BwdXCoreMatrixDesc).
+//   XDesc::k(tile, kk), XDesc::mn(tile, kk): the tile's wgmma B descriptors (BwdXCoreMatrixDesc);
+//   dx_tile (type DxOut): the dX staging and bulk reduce-add where d_s = D and dx is 16-byte aligned
+//     (BwdDxBulkRows says what it provides; the default).
 // Shared with dev/cuda backward version 11 (X tiles by TMA into 128B-swizzled boxes, an mbarrier a
-// stage).
-template <typename T, int D, typename XDesc, typename LoadX, typename WaitX>
+// stage) and 12 (11 with dX by TMA tensor reduce-add, dev/cuda/relation_kl_bwd_tma_dx.cuh).
+template <typename T, int D, typename XDesc, typename DxOut = BwdDxBulkRows<D>, typename LoadX, typename WaitX>
 __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool vec_s, bool vec_t,
-                                              unsigned char* smem_raw, LoadX&& load_x, WaitX&& wait_x) {
+                                              unsigned char* smem_raw, LoadX&& load_x, WaitX&& wait_x,
+                                              const DxOut& dx_tile = DxOut{}) {
   using Tile = BwdWgmmaTile<D>;
   constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = D, ZP = Tile::kZPitch;
-  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols, XP = Tile::kDxPitch;
+  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
   LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
-  float* sDx = reinterpret_cast<float*>(smem_raw + Tile::kDxStageOffset);
+  float* sDx = reinterpret_cast<float*>(smem_raw + DxOut::kStageOffset);
 
   const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
   const int64_t iters = (rt_end - rt_begin) * group;
@@ -163,7 +204,7 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   const bool dx_bulk = dx_vec4 && ds == D;
   // This warp's accumulator rows (wl * 16 + g, + 8) and its staging rows.
   const int wl = warp % 4;
-  float* const dx_stage = sDx + (wg * BM + wl * 16) * XP;
+  float* const dx_stage = sDx + (wg * BM + wl * 16) * DxOut::kPitch;
 
   // Issues dX[64 rows][cols wg*XC..] of the dZ^T in buffer `buf` (dZ Y_s over this CTA's BN keys)
   // into c, as the caller's open wgmma group (the caller fences and commits).
@@ -184,20 +225,11 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     if (dx_bulk) {
       // The staging rows are free: the bulk copies of this warp's previous tile were waited for
       // (read side) before the barrier that opened this iteration.
-      float* s = dx_stage + g * XP + 2 * tq;
-#pragma unroll
-      for (int i = 0; i < XC / 8; ++i) {
-        *reinterpret_cast<float2*>(s + i * 8) = make_float2(c[i][0], c[i][1]);
-        *reinterpret_cast<float2*>(s + 8 * XP + i * 8) = make_float2(c[i][2], c[i][3]);
-      }
+      dx_tile.store(dx_stage, c, g, tq);
       // Generic-proxy stores read next by the async proxy: fence, then the warp's barrier.
       fence_proxy_async();
       __syncwarp();
-      const int64_t row = q.i0 + wl * 16 + lane;
-      if (lane < 16 && row < n) {
-        bulk_reduce_add_f32(dx_head + row * D + wg * XC, dx_stage + lane * XP, XC * 4);
-        bulk_commit();
-      }
+      dx_tile.add(dx_head, b * p.heads + q.h, q.i0 + wl * 16, n, wg, dx_stage, lane);
     } else {
       const int64_t row = q.i0 + wl * 16 + g;
 #pragma unroll
@@ -266,12 +298,18 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     // No zeroing: the first k-step overwrites (scale-d = 0). Queued behind the dX wgmma of the
     // previous row tile (its own group, empty at it = 0), which is waited for first: its staging
     // and bulk reduce-add run while the tensor cores work through these.
+    // The dX group's commit: after the branch, iteration 0's group is empty, and ptxas gives every
+    // iteration's commit a dummy HGMMA (it cannot tell the branch taken). With
+    // DxOut::kCommitDxOnlyIssued it is committed inside the branch: iteration 0's only group is then
+    // S^T, which wgmma_wait<1> may leave pending (nothing reads dxa there) and wgmma_wait<0> waits
+    // for; from iteration 1 on the groups are dX, S^T either way.
     float zs[RT][4], zt[RT][4], dxa[XC / 8][4];
     if (it > 0) {
       wgmma_fence();
       dx_issue(dxa, stage ^ 1);
+      if constexpr (DxOut::kCommitDxOnlyIssued) wgmma_commit();
     }
-    wgmma_commit();
+    if constexpr (!DxOut::kCommitDxOnlyIssued) wgmma_commit();
     wait_x(stage, it);
     wgmma_fence();
 #pragma unroll

@@ -152,6 +152,8 @@ void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCuda
   }
 }
 
+RelationKLParams relation_kl_cuda_launch_order(const RelationKLParams& p) { return with_launch_order(p); }
+
 const char* relation_kl_forward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels) {
   if (!use_tensor_cores(p, kernels)) return "simt";
   const int bucket = head_dim_bucket(p);

@@ -27,4 +27,9 @@ void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCuda
 const char* relation_kl_forward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels);
 const char* relation_kl_backward_cuda_kernel_name(const RelationKLParams& p, RelationKLCudaKernels kernels);
 
+// The params with the launch order resolved as the library's tensor-core kernels get them
+// (RelationKLParams::cta_head_group 0 = the library's choice), for dev/cuda versions launched
+// outside the library that are timed against it.
+RelationKLParams relation_kl_cuda_launch_order(const RelationKLParams& p);
+
 }  // namespace linear_ard

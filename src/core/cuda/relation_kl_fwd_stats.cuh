@@ -98,6 +98,53 @@ __device__ __forceinline__ void fwd_pipe_update(FwdRowStats& st, FwdLogits<NT>& 
   }
 }
 
+// fwd_pipe_update<false> (an unmasked tile) with the scales folded into the exponent arguments, for
+// cs, ct > 0 (dev/cuda forward version 9): z holds the raw logits (not overwritten). A positive
+// scale keeps the order of the logits and rounding keeps it weakly, so the new maxima are those of
+// the raw logits times the scale, bit for bit fwd_pipe_update's (fmaxf skips NaN alike);
+// exp2(c z - m) is one FFMA into ex2 instead of FMUL, FADD; and A's term
+// ct z_t - cs z_s = ct (z_t - rho z_s), rho = cs / ct, is one FFMA a logit, summed unscaled over the
+// tile and scaled by ct once a row. What changes is fp32 rounding only (c z - m rounded once; the
+// row's largest logit gives exp2 of its product's rounding error instead of exactly 1), except that
+// raw logits beyond ~FLT_MAX / 2 of opposite sign overflow z_t - rho z_s (the row turns NaN) where
+// the scaled ones did not. NaN in, NaN out as before: a NaN logit makes its exp2 (and A's term) NaN,
+// a +inf maximum gives fmaf(inf, c, -inf) = NaN, a seen -inf gives 0 x inf = NaN in A.
+template <int NT>
+__device__ __forceinline__ void fwd_pipe_update_folded(FwdRowStats& st, const FwdLogits<NT>& z, float cs, float ct,
+                                                       float rho) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx_t = fmaxf(z.t[0][2 * r], z.t[0][2 * r + 1]), mx_s = fmaxf(z.s[0][2 * r], z.s[0][2 * r + 1]);
+#pragma unroll
+    for (int i = 1; i < NT; ++i) {
+      mx_t = fmaxf(mx_t, fmaxf(z.t[i][2 * r], z.t[i][2 * r + 1]));
+      mx_s = fmaxf(mx_s, fmaxf(z.s[i][2 * r], z.s[i][2 * r + 1]));
+    }
+    mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 1));
+    mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 2));
+    mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 1));
+    mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 2));
+    mx_t = fmaxf(st.m_t[r], mx_t * ct);
+    mx_s = fmaxf(st.m_s[r], mx_s * cs);
+    const float alpha_t = ex2(st.m_t[r] - mx_t), alpha_s = ex2(st.m_s[r] - mx_s);
+    st.m_t[r] = mx_t;
+    st.m_s[r] = mx_s;
+    float sum_t = 0.f, sum_s = 0.f, sum_a = 0.f;
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int e = 2 * r; e < 2 * r + 2; ++e) {
+        const float pt = ex2(fmaf(z.t[i][e], ct, -mx_t));
+        sum_t += pt;
+        sum_s += ex2(fmaf(z.s[i][e], cs, -mx_s));
+        sum_a = fmaf(pt, fmaf(z.s[i][e], -rho, z.t[i][e]), sum_a);
+      }
+    st.l_t[r] = fmaf(st.l_t[r], alpha_t, sum_t);
+    st.l_s[r] = fmaf(st.l_s[r], alpha_s, sum_s);
+    st.a[r] = fmaf(st.a[r], alpha_t, sum_a * ct);
+  }
+}
+
 // Version 2's epilogue: quad-reduce the statistics and write KL and both LSEs of rows row_lo,
 // row_lo + 8 (NaN for all three when one is not finite; KL 0 and LSE -inf for a row with no key).
 __device__ __forceinline__ void fwd_pipe_store(const RelationKLParams& p, FwdRowStats& st, int64_t b, int h,

@@ -43,18 +43,20 @@ struct FwdTmaTile {
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
 
-// Version 6's kernel (relation_kl_fwd_wgmma_kernel<T, D, false>) with the key tiles by TMA. The
-// producer warp: all 32 lanes issue the X tiles' cp.async; lane 0 then issues the TMA copies of key
-// tiles 0 .. K-1 (stages all empty); all lanes wait for their X copies, fence them to the async
-// proxy and arrive on x_full (32 arrivals); lane 0 goes on with tiles K.. (wait empty[s], then
-// arrive.expect_tx(full[s], both models' bytes) and the 2 x D/64 box copies onto full[s], whose
-// single arrival plus the transaction bytes complete its phase). Rows >= n and columns >= d come
-// as zeros from the TMA's out-of-bounds fill. The consumers are the library's (fwd_pingpong_consume,
-// version 6's loop) with sw128_desc's B descriptors and a wait for x_full before their loop.
-template <typename T, int D>
-__global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
-    relation_kl_fwd_tma_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
-                               const __grid_constant__ CUtensorMap map_t) {
+// Version 6's kernel (relation_kl_fwd_wgmma_kernel<T, D, false>) with the key tiles by TMA, as the
+// body of relation_kl_fwd_tma_kernel (kUniformIssue = kFoldScale = false) and of dev/cuda forward
+// version 9 (fwd_pingpong_consume says what the two switches do). The producer warp: all 32 lanes
+// issue the X tiles' cp.async; lane 0 then issues the TMA copies of key tiles 0 .. K-1 (stages all
+// empty); all lanes wait for their X copies, fence them to the async proxy and arrive on x_full (32
+// arrivals); lane 0 goes on with tiles K.. (wait empty[s], then arrive.expect_tx(full[s], both
+// models' bytes) and the 2 x D/64 box copies onto full[s], whose single arrival plus the
+// transaction bytes complete its phase). Rows >= n and columns >= d come as zeros from the TMA's
+// out-of-bounds fill. The consumers are the library's (fwd_pingpong_consume, version 6's loop) with
+// sw128_desc's B descriptors and a wait for x_full before their loop. map_s, map_t: the kernel's
+// __grid_constant__ parameters.
+template <typename T, int D, bool kUniformIssue, bool kFoldScale>
+__device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
+                                            const CUtensorMap& map_t) {
 #ifdef LINEAR_ARD_SM90A
   using Tile = FwdTmaTile<D>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
@@ -126,29 +128,43 @@ __global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
   // Version 6's consumers (the library's fwd_pingpong_consume), with the B descriptors of the
   // swizzled boxes: k-step kk of model m in stage s is box kk / 4 of that model's tile, 32 bytes
   // further per k16 inside the box (descriptor address units of 16 bytes); and a wait for the X
-  // tiles before the first key tile.
+  // tiles before the first key tile. Version 9 adds the offsets to the low word alone (desc_join).
   const uint64_t ydesc0 = sw128_desc(sY);
-  fwd_pingpong_consume<T, D, false>(
+  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale>(
       p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
       [&](int stage, int model, int kk) {
-        return ydesc0 + ((stage * Tile::kStageBytes + model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes +
-                          (kk % 4) * 32) >> 4);
+        const uint32_t off = (model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4;
+        if constexpr (kUniformIssue) {
+          // The stage's low word once a tile, a constant a k-step (all offsets multiples of 16).
+          return desc_join(static_cast<uint32_t>(ydesc0) + stage * (Tile::kStageBytes >> 4) + off,
+                           static_cast<uint32_t>(ydesc0 >> 32));
+        } else {
+          return ydesc0 + ((stage * Tile::kStageBytes + model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes +
+                            (kk % 4) * 32) >> 4);
+        }
       },
       [&] { mbar_wait(x_full, 0); });
 #endif
 }
 
+template <typename T, int D>
+__global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
+    relation_kl_fwd_tma_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
+                               const __grid_constant__ CUtensorMap map_t) {
+  fwd_tma_cta<T, D, false, false>(p, map_s, map_t);
+}
+
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// Launches the kernel on the params (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the
-// caller has checked tma_side_ok for both sides.
+// Launches `kernel` (relation_kl_fwd_tma_kernel<T, D> or dev/cuda version 9's) on the params
+// (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the caller has checked tma_side_ok for
+// both sides.
 template <typename T, int D>
-void relation_kl_fwd_tma_launch(const RelationKLParams& p) {
+void fwd_tma_run(const RelationKLParams& p, void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap)) {
   using Tile = FwdTmaTile<D>;
   const CUtensorMap map_s = tma_map<T>(tma_y_operand(p.student, p.seq_len, p.batch), Tile::kKeys);
   const CUtensorMap map_t = tma_map<T>(tma_y_operand(p.teacher, p.seq_len, p.batch), Tile::kKeys);
-  auto kernel = relation_kl_fwd_tma_kernel<T, D>;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(Tile::kSmemBytes)),
              "relation_kl_fwd_tma: set shared memory");
@@ -156,6 +172,11 @@ void relation_kl_fwd_tma_launch(const RelationKLParams& p) {
                   static_cast<unsigned>(p.batch));
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, map_s, map_t);
   cuda_check(cudaGetLastError(), "relation_kl_fwd_tma launch");
+}
+
+template <typename T, int D>
+void relation_kl_fwd_tma_launch(const RelationKLParams& p) {
+  fwd_tma_run<T, D>(p, relation_kl_fwd_tma_kernel<T, D>);
 }
 
 }  // namespace cuda

@@ -122,13 +122,23 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // do), with the key tiles' wgmma B descriptors from `b_desc(stage, model (0 = student, 1 = teacher),
 // k-step)` and `before_loop()` run once before the first tile's wait; n = p.seq_len. Shared with dev/cuda forward
 // version 8 (key tiles by TMA: 128B-swizzled boxes, and a wait for the X tiles' own barrier).
-template <typename T, int D, bool kPairs, typename BDesc, typename BeforeLoop>
+// Dev/cuda forward version 9 (kPairs = false only; the defaults are versions 6-8):
+// kUniformIssue: the warpgroup index comes from a shuffle of lane 0's, so the compiler knows it is
+// warp-uniform and keeps the A descriptors in uniform registers: two 32-bit words built once
+// (desc_join), the k-step offsets (kk x 256 bytes >> 4) compile-time constants added to the low
+// word; b_desc should build its descriptors the same way. kFoldScale (both scales > 0, the caller's
+// check): unmasked tiles take fwd_pipe_update_folded (maxima of the raw logits, the scales inside
+// the exponent arguments); masked tiles keep fwd_pipe_update<true>.
+template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, typename BDesc,
+          typename BeforeLoop>
 __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, const T* sXs, const T* sXt,
                                                      uint64_t* full, uint64_t* empty, int64_t b, int h, int64_t n,
                                                      int64_t r0, int ntiles, BDesc&& b_desc, BeforeLoop&& before_loop) {
   using Tile = FwdWgmmaTile<D, kPairs>;
   constexpr int BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8;
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, g = (threadIdx.x % 32) / 4;
+  static_assert(!(kPairs && (kUniformIssue || kFoldScale)), "version 9 is version 8's one tile a turn");
+  const int wg = kUniformIssue ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
+  const int warp = (threadIdx.x / 32) % 4, g = (threadIdx.x % 32) / 4;
   const bool lane0 = threadIdx.x % 32 == 0;
   const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
   const uint8_t* kmask = p.key_mask ? p.key_mask + b * p.key_mask_batch_stride : nullptr;
@@ -143,20 +153,38 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
   const int my_turn = kFwdTurnBarrier + wg, other_turn = kFwdTurnBarrier + (wg ^ 1);
   const int64_t row_lo = r0 + wg * 64 + warp * 16 + g;  // this thread's rows: row_lo, row_lo + 8
 
+  // Version 9's A descriptors: the words of k-step 0 (a k-step is 128 elements = 256 bytes further).
+  const uint64_t a_s = cm_desc<D>(xs), a_t = cm_desc<D>(xt);
+  const uint32_t a_s_lo = static_cast<uint32_t>(a_s), a_t_lo = static_cast<uint32_t>(a_t);
+  const uint32_t a_hi = static_cast<uint32_t>(a_s >> 32);
+  auto a_desc = [&](int model, int kk) {
+    if constexpr (kUniformIssue) {
+      return desc_join((model == 0 ? a_s_lo : a_t_lo) + ((kk * 128 * sizeof(T)) >> 4), a_hi);
+    } else {
+      return cm_desc<D>((model == 0 ? xs : xt) + kk * 128);
+    }
+  };
+
   // Both logit tiles of key tile t (stage t mod K) into z, one commit group.
   auto issue = [&](FwdLogits<NT>& z, int t) {
-    const int stage = t % K;
+    // Version 9: the stage from lane 0 as well (the compiler does not see the loop counter as warp-uniform).
+    const int stage = kUniformIssue ? __shfl_sync(0xffffffffu, t % K, 0) : t % K;
     wgmma_fence();  // the previous update wrote z (in-place scaling) before this issue
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.s, cm_desc<D>(xs + kk * 128), b_desc(stage, 0, kk), kk > 0);
+    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.s, a_desc(0, kk), b_desc(stage, 0, kk), kk > 0);
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.t, cm_desc<D>(xt + kk * 128), b_desc(stage, 1, kk), kk > 0);
+    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.t, a_desc(1, kk), b_desc(stage, 1, kk), kk > 0);
     wgmma_commit();
   };
   FwdRowStats st;
+  const float rho = kFoldScale ? cs / ct : 0.f;  // fwd_pipe_update_folded's ratio of the scales
   auto update = [&](int t, FwdLogits<NT>& z) {
     if (t < nfull) {
-      fwd_pipe_update<false>(st, z, cs, ct, FwdTileMask{});
+      if constexpr (kFoldScale) {
+        fwd_pipe_update_folded(st, z, cs, ct, rho);
+      } else {
+        fwd_pipe_update<false>(st, z, cs, ct, FwdTileMask{});
+      }
     } else {
       const int64_t k0 = int64_t(t) * BN;
       const FwdTileMask mk{static_cast<int>(min(row_lo - k0, int64_t(BN))), static_cast<int>(min(n - k0, int64_t(BN))),

@@ -1,6 +1,6 @@
 // Hopper-only (sm_90a) building blocks of the warpgroup-MMA forward and backward: wgmma descriptors
 // of the core-matrix shared-memory tile layout (relation_kl_common.cuh: cm_off, load_tile_cm), the
-// wgmma instructions and the descriptors of 128B-swizzled tiles, TMA tensor copies and the bulk reduce-add,
+// wgmma instructions and the descriptors of 128B-swizzled tiles, TMA tensor copies, tensor and bulk reduce-adds,
 // mbarriers and named barriers. Kernels using them compile to real code only in the sm_90a pass
 // (__CUDA_ARCH_FEAT_SM90_ALL); relation_kl_sm90a_available() tells the host whether the loaded
 // image is that one.
@@ -32,6 +32,13 @@ __device__ __forceinline__ uint64_t cm_desc(const void* p) {
   const uint64_t addr = (smem_u32(p) & 0x3FFFF) >> 4;
   return addr | (uint64_t(128 >> 4) << 16) | (uint64_t((16 * D) >> 4) << 32);
 }
+
+// A wgmma descriptor from its two 32-bit words: lo = address >> 4 (bits 0-13) and LBO (16-29), hi
+// = SBO (32-45) and the layout type. Descriptors built as base word + offset on the low word alone
+// (shared memory ends below 2^18 bytes, so the address field never carries) stay two 32-bit values
+// the compiler can keep in uniform registers and add with one UIADD3 per wgmma, where a 64-bit
+// descriptor sum takes a carry chain (dev/cuda forward version 9).
+__device__ __forceinline__ uint64_t desc_join(uint32_t lo, uint32_t hi) { return (uint64_t(hi) << 32) | lo; }
 
 __device__ __forceinline__ void wgmma_fence() {
 #ifdef LINEAR_ARD_SM90A
@@ -284,6 +291,21 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
       "[%6];" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar))
+      : "memory");
+#endif
+}
+
+// TMA tensor reduce-add: the box of a 4-D fp32 map (tma_dx_map) at shared address `src` (laid out as
+// the map's box and swizzle say) added into global memory at coordinates (c0 innermost .. c3);
+// elements outside the map's extents are skipped. Async proxy (the generic stores that wrote `src`
+// are fenced first), tracked by the issuing thread's bulk groups as bulk_reduce_add_f32.
+__device__ __forceinline__ void tma_reduce_add_4d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2,
+                                                  int c3) {
+#ifdef LINEAR_ARD_SM90A
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 #endif
 }

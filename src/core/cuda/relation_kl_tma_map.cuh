@@ -1,6 +1,7 @@
 // Host side of the TMA tensor copies (sm_90a kernels): the tensor maps (CUtensorMap) over one side's
 // X or Y, [B][heads][n][d] with any strides, read in boxes of 64 elements x `box_rows` rows into
-// 128-byte-swizzled shared memory. cuTensorMapEncodeTiled comes from the driver the runtime already
+// 128-byte-swizzled shared memory, and over the fp32 dx for tensor reduce-adds (dev/cuda backward
+// version 12). cuTensorMapEncodeTiled comes from the driver the runtime already
 // uses (cudaGetDriverEntryPointByVersion), so nothing links libcuda.
 #pragma once
 
@@ -57,6 +58,24 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
+// cuTensorMapEncodeTiled over `rank` axes of operand o (dims, byte strides of axes 1.., box), unit
+// element strides, 128-byte swizzle, elements past the extents read as zeros (and skipped by
+// reduce-adds); throws with o's shape on failure.
+inline CUtensorMap tma_encode(CUtensorMapDataType type, int rank, const TmaOperand& o, const cuuint64_t* dims,
+                              const cuuint64_t* strides, const cuuint32_t* box) {
+  const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  CUtensorMap map{};
+  const CUresult r = tensor_map_encoder()(&map, type, cuuint32_t(rank), const_cast<void*>(o.base), dims, strides, box,
+                                          elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw std::runtime_error("relation_kl TMA: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
+                             ", d " + std::to_string(o.cols) + ", n " + std::to_string(o.rows) + ", heads " +
+                             std::to_string(o.heads) + ", row stride " + std::to_string(o.row_stride) + ")");
+  }
+  return map;
+}
+
 // The map of operand `o` (16-bit T): boxes of 64 elements x box_rows rows x 1 x 1, 128-byte swizzle,
 // elements past the extents read as zeros. An axis of extent 1 gets the stride of the axis below
 // times its extent (never stepped over, but it must be a valid stride).
@@ -69,19 +88,25 @@ CUtensorMap tma_map(const TmaOperand& o, int box_rows) {
   if (o.heads <= 1) strides[1] = strides[0] * dims[1];
   if (o.batch <= 1) strides[2] = strides[1] * dims[2];
   const cuuint32_t box[4] = {64, cuuint32_t(box_rows), 1, 1};
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   const CUtensorMapDataType type =
       WgmmaType<T>::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  CUtensorMap map{};
-  const CUresult r = tensor_map_encoder()(&map, type, 4, const_cast<void*>(o.base), dims, strides, box, elem_strides,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    throw std::runtime_error("relation_kl TMA: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
-                             ", d " + std::to_string(o.cols) + ", n " + std::to_string(o.rows) + ", heads " +
-                             std::to_string(o.heads) + ", row stride " + std::to_string(o.row_stride) + ")");
+  return tma_encode(type, 4, o, dims, strides, box);
+}
+
+// The map of a dense fp32 gradient dx [heads_batch][n][d] (d a multiple of 32, dx 16-byte aligned)
+// for TMA reduce-adds of boxes of box_rows rows x box_cols columns (a multiple of 32): axes (32
+// columns, d / 32 column chunks, n, heads_batch), so that a box lands in shared memory as box_rows x
+// box_cols / 32 lines of 128 bytes (32 floats), 128-byte swizzled, and rows >= n are skipped.
+inline CUtensorMap tma_dx_map(float* dx, int64_t d, int64_t n, int64_t heads_batch, int box_rows, int box_cols) {
+  if (d % 32 != 0 || box_cols % 32 != 0 || heads_batch >= (int64_t(1) << 31) || n >= (int64_t(1) << 31)) {
+    throw std::invalid_argument("relation_kl TMA: no dx map for d " + std::to_string(d) + ", n " + std::to_string(n) +
+                                ", heads x batch " + std::to_string(heads_batch));
   }
-  return map;
+  const TmaOperand o{dx, d, n, heads_batch, 1, d, n * d, heads_batch * n * d};
+  const cuuint64_t dims[4] = {32, cuuint64_t(d / 32), cuuint64_t(n), cuuint64_t(heads_batch)};
+  const cuuint64_t strides[3] = {32 * sizeof(float), cuuint64_t(d) * sizeof(float), cuuint64_t(n * d) * sizeof(float)};
+  const cuuint32_t box[4] = {32, cuuint32_t(box_cols / 32), cuuint32_t(box_rows), 1};
+  return tma_encode(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, o, dims, strides, box);
 }
 
 }  // namespace cuda
