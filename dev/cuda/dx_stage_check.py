@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks backward version 12's dX staging (dev/cuda/relation_kl_bwd_tma_dx.cuh) without a GPU.
+"""Checks backward version 12's dX staging (src/core/cuda/relation_kl_bwd_tma_dx.cuh) without a GPU.
 
 A model of both sides of a warp's staging area, then a comparison for every element:
 * where the TMA tensor reduce-add reads element (row r, column c) of the warp's box: tma_dx_map's box

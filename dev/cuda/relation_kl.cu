@@ -18,11 +18,12 @@
 //                a producer warpgroup giving its registers to the consumers (setmaxnreg; the
 //                library's template with kPairs = true)
 //             8  6 with the key tiles (Y_s, Y_t) by TMA tensor copies into 128B-swizzled boxes, X by
-//                the producer's cp.async behind its own mbarrier (the library's on sm_90a for D = 64,
-//                128 with 16-byte aligned rows: src/core/cuda/relation_kl_fwd_tma.cuh; 18 % faster than 6)
+//                the producer's cp.async behind its own mbarrier (18 % faster than 6; the library's
+//                kernel with 9's switches off: relation_kl_fwd_v8.cuh)
 //             9  8 with the wgmma descriptors in uniform registers (one UIADD3 a wgmma) and, for
 //                positive scales, the scales folded into the exponent arguments of unmasked tiles
-//                (8's kernel body with its switches on: relation_kl_fwd_v9.cuh)
+//                (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
+//                src/core/cuda/relation_kl_fwd_tma.cuh; 9 % faster than 8)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -34,11 +35,12 @@
 //                reduce-add through shared memory (the library's on sm_90a, D <= 128, where 11
 //                does not apply: src/core/cuda/relation_kl_bwd_wgmma.cuh)
 //            11  6 with the X row tiles (X_s, X_t) by TMA tensor copies into 128B-swizzled boxes, an
-//                mbarrier a stage (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
-//                src/core/cuda/relation_kl_bwd_tma.cuh; 28 % faster than 6)
+//                mbarrier a stage (28 % faster than 6; src/core/cuda/relation_kl_bwd_tma.cuh's
+//                relation_kl_bwd_tma_rows_launch)
 //            12  11 with each warp's dX rows added by one TMA tensor reduce-add (128B-swizzled staging
 //                box) instead of 16 row bulk reduce-adds, and no empty dX wgmma group at iteration 0
-//                (D = 64, 128 where 11 runs: relation_kl_bwd_tma_dx.cuh)
+//                (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
+//                src/core/cuda/relation_kl_bwd_tma_dx.cuh; 12 % faster than 11)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // and 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %; docs/kernel.md.)
@@ -62,12 +64,12 @@
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
-#include "relation_kl_bwd_tma_dx.cuh"               // defines: relation_kl_bwd_tma_dx_launch
+#include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
-#include "relation_kl_fwd_v9.cuh"                   // defines: relation_kl_fwd_v9_launch
+#include "relation_kl_fwd_v8.cuh"                   // defines: relation_kl_fwd_v8_launch
 #include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
 #include "relation_kl_launch.h"                     // defines: relation_kl_sm90a_available
@@ -416,10 +418,10 @@ bool forward_wgmma(const RelationKLParams& p) {
   return true;
 }
 
-// Version 9 on the params: where the library runs version 8 (its kernel name "wgmma+tma": 16-bit
+// Version 8 on the params: where the library runs version 9 (its kernel name "wgmma+tma": 16-bit
 // inputs, D = 64 or 128, both sides readable by TMA), with the library's launch order. Returns
 // false elsewhere.
-bool forward_v9(const RelationKLParams& params) {
+bool forward_v8(const RelationKLParams& params) {
   if (relation_kl_forward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
     return false;
   }
@@ -428,8 +430,8 @@ bool forward_v9(const RelationKLParams& params) {
   const RelationKLParams p = relation_kl_cuda_launch_order(params);
   auto by_type = [&](auto t) {
     using T = decltype(t);
-    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_fwd_v9_launch<T, 64>(p);
-    cuda::relation_kl_fwd_v9_launch<T, 128>(p);
+    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_fwd_v8_launch<T, 64>(p);
+    cuda::relation_kl_fwd_v8_launch<T, 128>(p);
   };
   if (p.dtype == DType::kBF16) {
     by_type(__nv_bfloat16{});
@@ -439,9 +441,9 @@ bool forward_v9(const RelationKLParams& params) {
   return true;
 }
 
-// Backward version 12 on the params: where the library runs version 11 (its kernel name "wgmma+tma"),
+// Backward version 11 on the params: where the library runs version 12 (its kernel name "wgmma+tma"),
 // with the library's launch order and dx zeroed first. Returns false elsewhere.
-bool backward_tma_dx(const RelationKLParams& params) {
+bool backward_v11(const RelationKLParams& params) {
   if (relation_kl_backward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
     return false;
   }
@@ -452,8 +454,8 @@ bool backward_tma_dx(const RelationKLParams& params) {
   cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)), "zero dx");
   auto by_type = [&](auto t) {
     using T = decltype(t);
-    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_bwd_tma_dx_launch<T, 64>(p);
-    cuda::relation_kl_bwd_tma_dx_launch<T, 128>(p);
+    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_bwd_tma_rows_launch<T, 64>(p);
+    cuda::relation_kl_bwd_tma_rows_launch<T, 128>(p);
   };
   if (p.dtype == DType::kBF16) {
     by_type(__nv_bfloat16{});
@@ -490,14 +492,14 @@ const std::vector<Version>& forward_versions() {
       {5, "wgmma pipelined, 2 warpgroups", forward_wgmma<5>},
       {6, "wgmma, producer warp, 2 warpgroups ping-pong", forward_wgmma<6>},
       {7, "wgmma, producer warpgroup, 2 warpgroups ping-pong, tile pairs", forward_wgmma<7>},
-      {8, "wgmma, producer warp, ping-pong, key tiles by TMA (128B swizzle)", [](const RelationKLParams& p) {
+      {8, "wgmma, producer warp, ping-pong, key tiles by TMA (128B swizzle)", forward_v8},
+      {9, "8 with uniform wgmma descriptors and the scales folded into exp2's arguments", [](const RelationKLParams& p) {
          if (relation_kl_forward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
            return false;
          }
          relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {9, "8 with uniform wgmma descriptors and the scales folded into exp2's arguments", forward_v9},
   };
   return v;
 }
@@ -525,14 +527,14 @@ const std::vector<Version>& backward_versions() {
       {6, "wgmma S^T + dY + dX, dX by bulk reduce-add", [](const RelationKLParams& p) {
          return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<6>(p);
        }},
-      {11, "6 with the X row tiles by TMA (128B swizzle, mbarriers)", [](const RelationKLParams& p) {
+      {11, "6 with the X row tiles by TMA (128B swizzle, mbarriers)", backward_v11},
+      {12, "11 with dX by TMA tensor reduce-add, one box a warp", [](const RelationKLParams& p) {
          if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
            return false;
          }
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {12, "11 with dX by TMA tensor reduce-add, one box a warp", backward_tma_dx},
   };
   return v;
 }

@@ -1,5 +1,5 @@
-// Instantiates the sm_90a backward with TMA X tiles (D = 64, 128; bf16 and fp16).
-#include "relation_kl_bwd_tma.cuh"  // defines: relation_kl_bwd_tma_launch
+// Instantiates the sm_90a backward with TMA X tiles and dX by TMA reduce-add (D = 64, 128; bf16 and fp16).
+#include "relation_kl_bwd_tma_dx.cuh"  // defines: relation_kl_bwd_tma_launch
 
 namespace linear_ard {
 namespace cuda {

@@ -1,5 +1,6 @@
-// The sm_90a backward for D = 64 and 128 where both sides can be read by TMA (backward version 11
-// of dev/cuda; 28 % faster than version 6 on one H200, docs/kernel.md): version 6
+// Backward version 11 of dev/cuda (the library's sm_90a backward for D = 64, 128 until version 12,
+// relation_kl_bwd_tma_dx.cuh, replaced it; 28 % faster than version 6 on one H200, docs/kernel.md):
+// version 6
 // (relation_kl_bwd_wgmma.cuh) with the streamed X row tiles (X_s, X_t: [64 rows][D], two stages)
 // loaded by TMA tensor copies (whole 128-byte lines, 128-byte swizzle) issued by one thread and
 // signalled by an mbarrier a stage, instead of all 256 threads' 16-byte cp.async (TileLoader),
@@ -64,7 +65,7 @@ struct BwdXSwizzledDesc {
 
 // The kernel below's CTA (its comment says what it does) on the tensor maps of the student's and
 // the teacher's X (kernel parameters: __grid_constant__), with dx_tile as bwd_wgmma_cta's DxOut
-// (dev/cuda backward version 12 passes its own).
+// (version 12, the library's, passes BwdDxTensorOut: relation_kl_bwd_tma_dx.cuh).
 template <typename T, int D, typename DxOut = BwdDxBulkRows<D>>
 __device__ __forceinline__ void bwd_tma_cta(const RelationKLParams& p, const CUtensorMap* map_s,
                                             const CUtensorMap* map_t, const DxOut& dx_tile = DxOut{}) {
@@ -147,9 +148,10 @@ void bwd_tma_launch(void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap, M
   cuda_check(cudaGetLastError(), (std::string(what) + " launch").c_str());
 }
 
-// The library's: version 11's kernel (the bulk row reduce-adds of bwd_wgmma_cta's default DxOut).
+// Version 11's kernel (the bulk row reduce-adds of bwd_wgmma_cta's default DxOut): dev/cuda's since
+// version 12 (relation_kl_bwd_tma_dx.cuh) became the library's.
 template <typename T, int D>
-void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
+void relation_kl_bwd_tma_rows_launch(const RelationKLParams& p) {
   bwd_tma_launch<T, D>(relation_kl_bwd_tma_kernel<T, D>, p, "relation_kl_bwd_tma");
 }
 

@@ -127,7 +127,7 @@ struct BwdDxBulkRows {
 //   dx_tile (type DxOut): the dX staging and bulk reduce-add where d_s = D and dx is 16-byte aligned
 //     (BwdDxBulkRows says what it provides; the default).
 // Shared with dev/cuda backward version 11 (X tiles by TMA into 128B-swizzled boxes, an mbarrier a
-// stage) and 12 (11 with dX by TMA tensor reduce-add, dev/cuda/relation_kl_bwd_tma_dx.cuh).
+// stage) and 12 (11 with dX by TMA tensor reduce-add, relation_kl_bwd_tma_dx.cuh: the library's).
 template <typename T, int D, typename XDesc, typename DxOut = BwdDxBulkRows<D>, typename LoadX, typename WaitX>
 __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool vec_s, bool vec_t,
                                               unsigned char* smem_raw, LoadX&& load_x, WaitX&& wait_x,

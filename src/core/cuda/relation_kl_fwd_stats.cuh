@@ -99,7 +99,7 @@ __device__ __forceinline__ void fwd_pipe_update(FwdRowStats& st, FwdLogits<NT>& 
 }
 
 // fwd_pipe_update<false> (an unmasked tile) with the scales folded into the exponent arguments, for
-// cs, ct > 0 (dev/cuda forward version 9): z holds the raw logits (not overwritten). A positive
+// cs, ct > 0 (forward version 9, the library's): z holds the raw logits (not overwritten). A positive
 // scale keeps the order of the logits and rounding keeps it weakly, so the new maxima are those of
 // the raw logits times the scale, bit for bit fwd_pipe_update's (fmaxf skips NaN alike);
 // exp2(c z - m) is one FFMA into ex2 instead of FMUL, FADD; and A's term

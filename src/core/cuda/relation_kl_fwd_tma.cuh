@@ -1,13 +1,20 @@
-// The sm_90a forward for D = 64 and 128 where both sides can be read by TMA (forward version 8 of
-// dev/cuda; 18 % faster than version 6 on one H200, docs/kernel.md): version 6
+// The sm_90a forward for D = 64 and 128 where both sides can be read by TMA (forward version 9 of
+// dev/cuda, promoted 2026-11-29: 9 % faster than version 8, which was 18 % faster than version 6 on
+// one H200, docs/kernel.md). Version 8 is version 6
 // (relation_kl_fwd_wgmma.cuh) with the key tiles (Y_s, Y_t: the wgmma B operand) loaded by TMA tensor
 // copies (whole 128-byte lines, 128-byte swizzle) instead of the producer warp's 16-byte cp.async,
 // which kept version 6 at 81 % of the L2's throughput with half of its global sectors "excessive".
 // X tiles (the A operand, once per CTA) stay in the core-matrix layout by cp.async, signalled by
 // their own mbarrier. Everything else (ping-pong, masks, causal split, update, store) is version 6's
 // (fwd_pingpong_consume). A kernel of its own rather than a branch of version 6's template: the
-// tensor maps are kernel parameters. D = 96 and sides TMA cannot read (tma_side_ok) run version 6.
+// tensor maps are kernel parameters. Version 9 is version 8 with the consumers' instruction stream
+// tightened (fwd_pingpong_consume's kUniformIssue, kFoldScale: wgmma descriptors in uniform registers,
+// the scales folded into the exponent arguments of unmasked tiles where fwd_fold_ok); version 8 stays
+// this kernel with both switches off (dev/cuda). D = 96 and sides TMA cannot read (tma_side_ok) run
+// version 6.
 #pragma once
+
+#include <cmath>
 
 #include "relation_kl_fwd_wgmma.cuh"  // defines: FwdWgmmaTile, fwd_warp_load_cm, fwd_pingpong_consume, sm90 wrappers
 #include "relation_kl_tma_map.cuh"    // defines: tma_map, tma_y_operand
@@ -44,8 +51,9 @@ struct FwdTmaTile {
 // CUDA kernels
 
 // Version 6's kernel (relation_kl_fwd_wgmma_kernel<T, D, false>) with the key tiles by TMA, as the
-// body of relation_kl_fwd_tma_kernel (kUniformIssue = kFoldScale = false) and of dev/cuda forward
-// version 9 (fwd_pingpong_consume says what the two switches do). The producer warp: all 32 lanes
+// body of relation_kl_fwd_tma_kernel: with kUniformIssue (and kFoldScale where fwd_fold_ok) the
+// library's forward version 9, with both off dev/cuda's version 8 (fwd_pingpong_consume says what
+// the two switches do). The producer warp: all 32 lanes
 // issue the X tiles' cp.async; lane 0 then issues the TMA copies of key tiles 0 .. K-1 (stages all
 // empty); all lanes wait for their X copies, fence them to the async proxy and arrive on x_full (32
 // arrivals); lane 0 goes on with tiles K.. (wait empty[s], then arrive.expect_tx(full[s], both
@@ -147,17 +155,19 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
 #endif
 }
 
-template <typename T, int D>
+// fwd_tma_cta as a kernel: <true, kFoldScale> the library's (version 9; kFoldScale where
+// fwd_fold_ok), <false, false> dev/cuda forward version 8.
+template <typename T, int D, bool kUniformIssue, bool kFoldScale>
 __global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
     relation_kl_fwd_tma_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
                                const __grid_constant__ CUtensorMap map_t) {
-  fwd_tma_cta<T, D, false, false>(p, map_s, map_t);
+  fwd_tma_cta<T, D, kUniformIssue, kFoldScale>(p, map_s, map_t);
 }
 
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// Launches `kernel` (relation_kl_fwd_tma_kernel<T, D> or dev/cuda version 9's) on the params
+// Launches `kernel` (an instance of relation_kl_fwd_tma_kernel) on the params
 // (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the caller has checked tma_side_ok for
 // both sides.
 template <typename T, int D>
@@ -174,9 +184,22 @@ void fwd_tma_run(const RelationKLParams& p, void (*kernel)(RelationKLParams, CUt
   cuda_check(cudaGetLastError(), "relation_kl_fwd_tma launch");
 }
 
+// Whether the scales may be folded: both log2-unit scales (as the kernel computes them) positive
+// and finite, and their ratio a normal float (fwd_pipe_update_folded's rho).
+inline bool fwd_fold_ok(const RelationKLParams& p) {
+  const float cs = p.student.scale * kLog2e, ct = p.teacher.scale * kLog2e;
+  return cs > 0.f && ct > 0.f && std::isfinite(cs) && std::isfinite(ct) && std::isnormal(cs / ct);
+}
+
+// The library's (forward version 9): uniform descriptors, the scales folded where fwd_fold_ok
+// (a scale <= 0 runs version 8's update).
 template <typename T, int D>
 void relation_kl_fwd_tma_launch(const RelationKLParams& p) {
-  fwd_tma_run<T, D>(p, relation_kl_fwd_tma_kernel<T, D>);
+  if (fwd_fold_ok(p)) {
+    fwd_tma_run<T, D>(p, relation_kl_fwd_tma_kernel<T, D, true, true>);
+  } else {
+    fwd_tma_run<T, D>(p, relation_kl_fwd_tma_kernel<T, D, true, false>);
+  }
 }
 
 }  // namespace cuda

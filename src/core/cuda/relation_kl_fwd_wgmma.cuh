@@ -122,7 +122,7 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // do), with the key tiles' wgmma B descriptors from `b_desc(stage, model (0 = student, 1 = teacher),
 // k-step)` and `before_loop()` run once before the first tile's wait; n = p.seq_len. Shared with dev/cuda forward
 // version 8 (key tiles by TMA: 128B-swizzled boxes, and a wait for the X tiles' own barrier).
-// Dev/cuda forward version 9 (kPairs = false only; the defaults are versions 6-8):
+// Forward version 9, the library's TMA forward (kPairs = false only; both off: versions 6-8):
 // kUniformIssue: the warpgroup index comes from a shuffle of lane 0's, so the compiler knows it is
 // warp-uniform and keeps the A descriptors in uniform registers: two 32-bit words built once
 // (desc_join), the k-step offsets (kk x 256 bytes >> 4) compile-time constants added to the low

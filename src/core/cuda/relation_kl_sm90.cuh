@@ -37,7 +37,7 @@ __device__ __forceinline__ uint64_t cm_desc(const void* p) {
 // = SBO (32-45) and the layout type. Descriptors built as base word + offset on the low word alone
 // (shared memory ends below 2^18 bytes, so the address field never carries) stay two 32-bit values
 // the compiler can keep in uniform registers and add with one UIADD3 per wgmma, where a 64-bit
-// descriptor sum takes a carry chain (dev/cuda forward version 9).
+// descriptor sum takes a carry chain (forward version 9).
 __device__ __forceinline__ uint64_t desc_join(uint32_t lo, uint32_t hi) { return (uint64_t(hi) << 32) | lo; }
 
 __device__ __forceinline__ void wgmma_fence() {

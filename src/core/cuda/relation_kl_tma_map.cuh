@@ -1,6 +1,6 @@
 // Host side of the TMA tensor copies (sm_90a kernels): the tensor maps (CUtensorMap) over one side's
 // X or Y, [B][heads][n][d] with any strides, read in boxes of 64 elements x `box_rows` rows into
-// 128-byte-swizzled shared memory, and over the fp32 dx for tensor reduce-adds (dev/cuda backward
+// 128-byte-swizzled shared memory, and over the fp32 dx for tensor reduce-adds (backward
 // version 12). cuTensorMapEncodeTiled comes from the driver the runtime already
 // uses (cudaGetDriverEntryPointByVersion), so nothing links libcuda.
 #pragma once

@@ -1,5 +1,6 @@
-// Backward version 12 of dev/cuda: the library's TMA backward (version 11,
-// src/core/cuda/relation_kl_bwd_tma.cuh) with each warp's finished dX rows added to global memory by
+// The sm_90a backward for D = 64 and 128 where both sides can be read by TMA (backward version 12 of
+// dev/cuda, promoted 2026-11-29: 12 % faster than version 11 on one H200, docs/kernel.md): version 11
+// (relation_kl_bwd_tma.cuh) with each warp's finished dX rows added to global memory by
 // one TMA tensor reduce-add (cp.reduce.async.bulk.tensor) from one lane, instead of 16 lanes' row
 // bulk reduce-adds (an ELECT loop of 16 UBLKRED passes in SASS), and without iteration 0's empty dX
 // wgmma group (a dummy HGMMA every iteration).
@@ -91,10 +92,11 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// As relation_kl_bwd_tma_launch<T, D> (the caller has checked tma_side_ok for both sides), plus the
-// dx map where bwd_wgmma_cta takes the bulk path (d_s = D, dx 16-byte aligned: its dx_bulk).
+// The library's (the caller has checked tma_side_ok for both sides; dx already zeroed): version 11's
+// launch plus the dx map where bwd_wgmma_cta takes the bulk path (d_s = D, dx 16-byte aligned: its
+// dx_bulk).
 template <typename T, int D>
-void relation_kl_bwd_tma_dx_launch(const RelationKLParams& p) {
+void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
   CUtensorMap map_dx{};
   if (p.student.head_dim == D && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0) {
     map_dx = tma_dx_map(p.dx, D, p.seq_len, p.batch * p.heads, 16, BwdDxTensorOut<D>::XC);
