@@ -418,20 +418,25 @@ bool forward_wgmma(const RelationKLParams& p) {
   return true;
 }
 
-// Version 8 on the params: where the library runs version 9 (its kernel name "wgmma+tma": 16-bit
-// inputs, D = 64 or 128, both sides readable by TMA), with the library's launch order. Returns
-// false elsewhere.
-bool forward_v8(const RelationKLParams& params) {
-  if (relation_kl_forward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
-    return false;
-  }
-  relation_kl_check(params, false);
+// A superseded TMA kernel (forward 8, backward 11) on the params: where the library runs its
+// successor (kernel name "wgmma+tma": 16-bit inputs, D = 64 or 128, both sides readable by TMA), with
+// the library's launch order and, for the backward, dx zeroed first; launch(T{}, D constant, p) runs
+// it. Returns false elsewhere.
+template <bool kBackward, typename Launch>
+bool run_superseded_tma(const RelationKLParams& params, Launch&& launch) {
+  const char* name = kBackward ? relation_kl_backward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault)
+                               : relation_kl_forward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault);
+  if (name != std::string("wgmma+tma")) return false;
+  relation_kl_check(params, kBackward);
   if (params.batch == 0 || params.seq_len == 0 || params.heads == 0) return true;
   const RelationKLParams p = relation_kl_cuda_launch_order(params);
+  if (kBackward) {
+    const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
+    cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)), "zero dx");
+  }
   auto by_type = [&](auto t) {
-    using T = decltype(t);
-    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_fwd_v8_launch<T, 64>(p);
-    cuda::relation_kl_fwd_v8_launch<T, 128>(p);
+    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return launch(t, std::integral_constant<int, 64>{}, p);
+    launch(t, std::integral_constant<int, 128>{}, p);
   };
   if (p.dtype == DType::kBF16) {
     by_type(__nv_bfloat16{});
@@ -441,28 +446,16 @@ bool forward_v8(const RelationKLParams& params) {
   return true;
 }
 
-// Backward version 11 on the params: where the library runs version 12 (its kernel name "wgmma+tma"),
-// with the library's launch order and dx zeroed first. Returns false elsewhere.
+bool forward_v8(const RelationKLParams& params) {
+  return run_superseded_tma<false>(params, [](auto t, auto d, const RelationKLParams& p) {
+    cuda::relation_kl_fwd_v8_launch<decltype(t), decltype(d)::value>(p);
+  });
+}
+
 bool backward_v11(const RelationKLParams& params) {
-  if (relation_kl_backward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
-    return false;
-  }
-  relation_kl_check(params, true);
-  if (params.batch == 0 || params.seq_len == 0 || params.heads == 0) return true;
-  const RelationKLParams p = relation_kl_cuda_launch_order(params);
-  const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
-  cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)), "zero dx");
-  auto by_type = [&](auto t) {
-    using T = decltype(t);
-    if (std::max(p.student.head_dim, p.teacher.head_dim) <= 64) return cuda::relation_kl_bwd_tma_rows_launch<T, 64>(p);
-    cuda::relation_kl_bwd_tma_rows_launch<T, 128>(p);
-  };
-  if (p.dtype == DType::kBF16) {
-    by_type(__nv_bfloat16{});
-  } else {
-    by_type(__half{});
-  }
-  return true;
+  return run_superseded_tma<true>(params, [](auto t, auto d, const RelationKLParams& p) {
+    cuda::relation_kl_bwd_tma_rows_launch<decltype(t), decltype(d)::value>(p);
+  });
 }
 
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).

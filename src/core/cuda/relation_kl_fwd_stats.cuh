@@ -40,6 +40,14 @@ struct FwdTileMask {
 // ------------------------------------------------------------------------------------------------
 // device functions
 
+// Both running maxima over the row's quad (the 4 lanes holding its columns), teacher's then student's.
+__device__ __forceinline__ void quad_max(float& mx_t, float& mx_s) {
+  mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 1));
+  mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 2));
+  mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 1));
+  mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 2));
+}
+
 // Version 2's online update of the row statistics by one key tile, on logits z (overwritten: scaled
 // into log2 units, hidden ones set to kFwdHidden on masked tiles). The non-finite rule and the
 // masked-row guards are version 2's; docs/kernel.md ("Forward") says why each is there. A copy of
@@ -70,10 +78,7 @@ __device__ __forceinline__ void fwd_pipe_update(FwdRowStats& st, FwdLogits<NT>& 
       mx_t = fmaxf(mx_t, fmaxf(z.t[i][2 * r], z.t[i][2 * r + 1]));
       mx_s = fmaxf(mx_s, fmaxf(z.s[i][2 * r], z.s[i][2 * r + 1]));
     }
-    mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 1));
-    mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 2));
-    mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 1));
-    mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 2));
+    quad_max(mx_t, mx_s);
     float use_t = mx_t, use_s = mx_s;
     if constexpr (kMasked) {
       use_t = mx_t <= kFwdHidden ? 0.f : mx_t;
@@ -120,10 +125,7 @@ __device__ __forceinline__ void fwd_pipe_update_folded(FwdRowStats& st, const Fw
       mx_t = fmaxf(mx_t, fmaxf(z.t[i][2 * r], z.t[i][2 * r + 1]));
       mx_s = fmaxf(mx_s, fmaxf(z.s[i][2 * r], z.s[i][2 * r + 1]));
     }
-    mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 1));
-    mx_t = fmaxf(mx_t, __shfl_xor_sync(0xffffffffu, mx_t, 2));
-    mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 1));
-    mx_s = fmaxf(mx_s, __shfl_xor_sync(0xffffffffu, mx_s, 2));
+    quad_max(mx_t, mx_s);
     mx_t = fmaxf(st.m_t[r], mx_t * ct);
     mx_s = fmaxf(st.m_s[r], mx_s * cs);
     const float alpha_t = ex2(st.m_t[r] - mx_t), alpha_s = ex2(st.m_s[r] - mx_s);
