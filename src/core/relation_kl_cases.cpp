@@ -33,12 +33,12 @@ void fill_teacher_x(RelationKLProblem& p, double value) {
 
 std::string relation_kl_describe(const RelationKLProblemSpec& s) {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s B%lld H%d/%d/%d n%lld d%d/%d %s%s%smask%d%s std%.0f%s seed%llu",
+  std::snprintf(buf, sizeof(buf), "%s B%lld H%d/%d/%d n%lld d%d/%d %s%s%smask%d%s std%.0f%s%s seed%llu",
                 dtype_name(s.dtype), (long long)s.batch, s.heads, s.heads_y_student, s.heads_y_teacher,
                 (long long)s.seq_len, s.dim_student, s.dim_teacher, s.causal ? "causal " : "",
                 s.self_relation ? "self " : "xy ", s.strided ? "strided " : "", int(s.mask),
                 s.last_batch_masked ? " lastmasked" : "", s.logit_std, s.student_noise >= 0 ? " near" : "",
-                (unsigned long long)s.seed);
+                s.negative_teacher_scale ? " tscale-" : "", (unsigned long long)s.seed);
   return buf;
 }
 
@@ -101,6 +101,13 @@ std::vector<RelationKLProblemSpec> relation_kl_reference_cases(bool quick) {
     RelationKLProblemSpec s;
     s.dtype = DType::kBF16, s.seq_len = 333, s.causal = true, s.dim_student = s.dim_teacher = 128;
     s.batch = 3, s.heads = 3, s.heads_y_student = s.heads_y_teacher = 3, s.student_noise = 0.3;
+    add(s);
+  }
+  // A negative teacher scale: the sm_90a forward's unfolded update (fwd_fold_ok false).
+  {
+    RelationKLProblemSpec s;
+    s.dtype = DType::kBF16, s.seq_len = 200, s.causal = true, s.dim_student = s.dim_teacher = 128;
+    s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2, s.negative_teacher_scale = true;
     add(s);
   }
   // Longer sequences: many key tiles per row block, many row tiles per key tile.

@@ -155,6 +155,7 @@ RelationKLProblem::RelationKLProblem(const RelationKLProblemSpec& spec) : spec_(
   }
   fill_side(params_.student, x_s_, y_s_, spec.heads_y_student, spec.dim_student, xs, ys);
   fill_side(params_.teacher, x_t_, y_t_, spec.heads_y_teacher, spec.dim_teacher, xt, yt);
+  if (spec.negative_teacher_scale) params_.teacher.scale = -params_.teacher.scale;
 
   params_.dtype = spec.dtype;
   params_.batch = spec.batch;

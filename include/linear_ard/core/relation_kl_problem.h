@@ -34,6 +34,9 @@ struct RelationKLProblemSpec {
   // When >= 0 and the dims agree, the student's X and Y are the teacher's plus N(0, (noise sigma)^2)
   // with sigma the entries' std, so KL is small as in distillation; < 0 draws them independently.
   double student_noise = -1.0;
+  // The teacher's logit scale -1/sqrt(d) instead of 1/sqrt(d) (relation_kl_check takes any finite,
+  // nonzero scale; the sm_90a forward folds only positive ones into its exponent arguments).
+  bool negative_teacher_scale = false;
   uint64_t seed = 1;
 };
 
