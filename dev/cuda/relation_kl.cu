@@ -24,6 +24,8 @@
 //                positive scales, the scales folded into the exponent arguments of unmasked tiles
 //                (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
 //                src/core/cuda/relation_kl_fwd_tma.cuh; 9 % faster than 8)
+//            10  9 with three consumer warpgroups (192 rows a CTA, the turn passed round the three;
+//                the library's for n >= 8K: relation_kl_fwd_tma.cuh's kWarpgroups = 3)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -68,6 +70,7 @@
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
+#include "relation_kl_fwd_tma.cuh"                  // defines: fwd_tma_launch_groups (versions 9, 10)
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
 #include "relation_kl_fwd_v8.cuh"                   // defines: relation_kl_fwd_v8_launch
 #include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
@@ -418,8 +421,8 @@ bool forward_wgmma(const RelationKLParams& p) {
   return true;
 }
 
-// A superseded TMA kernel (forward 8, backward 11) on the params: where the library runs its
-// successor (kernel name "wgmma+tma": 16-bit inputs, D = 64 or 128, both sides readable by TMA), with
+// A TMA kernel version (forward 8, 9, 10, backward 11) on the params: where the library runs its
+// TMA kernel (kernel name "wgmma+tma": 16-bit inputs, D = 64 or 128, both sides readable by TMA), with
 // the library's launch order and, for the backward, dx zeroed first; launch(T{}, D constant, p) runs
 // it. Returns false elsewhere.
 template <bool kBackward, typename Launch>
@@ -449,6 +452,15 @@ bool run_superseded_tma(const RelationKLParams& params, Launch&& launch) {
 bool forward_v8(const RelationKLParams& params) {
   return run_superseded_tma<false>(params, [](auto t, auto d, const RelationKLParams& p) {
     cuda::relation_kl_fwd_v8_launch<decltype(t), decltype(d)::value>(p);
+  });
+}
+
+// Forward version 9 (kWarpgroups = 2) or 10 (3) at every length (the library runs 10 from
+// cuda::kFwdThreeGroupsFrom keys on, 9 below).
+template <int kWarpgroups>
+bool forward_tma_groups(const RelationKLParams& params) {
+  return run_superseded_tma<false>(params, [](auto t, auto d, const RelationKLParams& p) {
+    cuda::fwd_tma_launch_groups<decltype(t), decltype(d)::value, kWarpgroups>(p);
   });
 }
 
@@ -486,13 +498,8 @@ const std::vector<Version>& forward_versions() {
       {6, "wgmma, producer warp, 2 warpgroups ping-pong", forward_wgmma<6>},
       {7, "wgmma, producer warpgroup, 2 warpgroups ping-pong, tile pairs", forward_wgmma<7>},
       {8, "wgmma, producer warp, ping-pong, key tiles by TMA (128B swizzle)", forward_v8},
-      {9, "8 with uniform wgmma descriptors and the scales folded into exp2's arguments", [](const RelationKLParams& p) {
-         if (relation_kl_forward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
-           return false;
-         }
-         relation_kl_forward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
-         return true;
-       }},
+      {9, "8 with uniform wgmma descriptors and the scales folded into exp2's arguments", forward_tma_groups<2>},
+      {10, "9 with three consumer warpgroups (192 rows a CTA)", forward_tma_groups<3>},
   };
   return v;
 }

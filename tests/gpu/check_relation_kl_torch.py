@@ -109,6 +109,10 @@ def cases():
     out.append(dict(base, self=False, ds=80, dt=256, mask=True, n=77))
     out.append(dict(base, std=20.0, n=300))  # logits up to about +-80
     out.append(dict(base, std=20.0, self=False, mask=True, strided=True, causal=False, n=300))
+    # Past the sm_90a forward's switch to three consumer warpgroups (kFwdThreeGroupsFrom = 8192 keys),
+    # which the shorter cases above do not reach.
+    out.append(dict(base, b=1, h=2, hys=2, hyt=2, n=8200))
+    out.append(dict(base, b=1, h=2, hys=1, hyt=2, self=False, mask=True, n=8203))
     return out
 
 

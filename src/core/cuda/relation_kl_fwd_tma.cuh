@@ -10,8 +10,9 @@
 // tensor maps are kernel parameters. Version 9 is version 8 with the consumers' instruction stream
 // tightened (fwd_pingpong_consume's kUniformIssue, kFoldScale: wgmma descriptors in uniform registers,
 // the scales folded into the exponent arguments of unmasked tiles where fwd_fold_ok); version 8 stays
-// this kernel with both switches off (dev/cuda). D = 96 and sides TMA cannot read (tma_side_ok) run
-// version 6.
+// this kernel with both switches off (dev/cuda). Version 10 (promoted 2026-11-29 for n >= 8K) is
+// version 9 with three consumer warpgroups instead of two (192 rows a CTA). D = 96 and sides TMA
+// cannot read (tma_side_ok) run version 6.
 #pragma once
 
 #include <cmath>
@@ -26,11 +27,13 @@ namespace cuda {
 // 128 bytes, and the wgmma descriptor's base offset is left 0), [stage][model s, t][D / 64 boxes]
 // [64 keys x 64 elements, 128B-swizzled] (8 KB a box); then X_s, X_t [128 x D] in the core-matrix
 // layout; then the mbarriers full[K], empty[K], x_full. 1024 bytes of slack for aligning the base.
-template <int D>
+// kWarpgroups: consumer warpgroups (FwdWgmmaTile's; 3 is dev/cuda forward version 10: 192 rows,
+// 230,472 bytes at D = 128).
+template <int D, int kWarpgroups = 2>
 struct FwdTmaTile {
   static_assert(D == 64 || D == 128, "TMA key boxes are 64 elements wide");
-  using Base = FwdWgmmaTile<D, false>;
-  static constexpr int kRows = Base::kRows;    // 128
+  using Base = FwdWgmmaTile<D, false, kWarpgroups>;
+  static constexpr int kRows = Base::kRows;    // 64 x kWarpgroups
   static constexpr int kKeys = Base::kKeys;    // 64
   static constexpr int kStages = Base::kStages;  // 4
   static constexpr int kConsumers = Base::kConsumers;
@@ -62,11 +65,11 @@ struct FwdTmaTile {
 // out-of-bounds fill. The consumers are the library's (fwd_pingpong_consume, version 6's loop) with
 // sw128_desc's B descriptors and a wait for x_full before their loop. map_s, map_t: the kernel's
 // __grid_constant__ parameters.
-template <typename T, int D, bool kUniformIssue, bool kFoldScale>
+template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups>
 __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
                                             const CUtensorMap& map_t) {
 #ifdef LINEAR_ARD_SM90A
-  using Tile = FwdTmaTile<D>;
+  using Tile = FwdTmaTile<D, kWarpgroups>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
   // Declared 128-byte aligned only, so that the compiler keeps the rounding up to 1024 (with
   // __align__(1024) it assumes the base aligned and folds the rounding away).
@@ -138,7 +141,7 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
   // further per k16 inside the box (descriptor address units of 16 bytes); and a wait for the X
   // tiles before the first key tile. Version 9 adds the offsets to the low word alone (desc_join).
   const uint64_t ydesc0 = sw128_desc(sY);
-  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale>(
+  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups>(
       p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
       [&](int stage, int model, int kk) {
         const uint32_t off = (model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4;
@@ -156,12 +159,13 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
 }
 
 // fwd_tma_cta as a kernel: <true, kFoldScale> the library's (version 9; kFoldScale where
-// fwd_fold_ok), <false, false> dev/cuda forward version 8.
-template <typename T, int D, bool kUniformIssue, bool kFoldScale>
-__global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
+// fwd_fold_ok), <false, false> dev/cuda forward version 8, <true, kFoldScale, 3> dev/cuda forward
+// version 10.
+template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups = 2>
+__global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
     relation_kl_fwd_tma_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
                                const __grid_constant__ CUtensorMap map_t) {
-  fwd_tma_cta<T, D, kUniformIssue, kFoldScale>(p, map_s, map_t);
+  fwd_tma_cta<T, D, kUniformIssue, kFoldScale, kWarpgroups>(p, map_s, map_t);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -169,10 +173,10 @@ __global__ void __launch_bounds__(FwdTmaTile<D>::kThreads, 1)
 
 // Launches `kernel` (an instance of relation_kl_fwd_tma_kernel) on the params
 // (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the caller has checked tma_side_ok for
-// both sides.
-template <typename T, int D>
+// both sides; kWarpgroups: the kernel's.
+template <typename T, int D, int kWarpgroups = 2>
 void fwd_tma_run(const RelationKLParams& p, void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap)) {
-  using Tile = FwdTmaTile<D>;
+  using Tile = FwdTmaTile<D, kWarpgroups>;
   const CUtensorMap map_s = tma_map<T>(tma_y_operand(p.student, p.seq_len, p.batch), Tile::kKeys);
   const CUtensorMap map_t = tma_map<T>(tma_y_operand(p.teacher, p.seq_len, p.batch), Tile::kKeys);
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -191,14 +195,29 @@ inline bool fwd_fold_ok(const RelationKLParams& p) {
   return cs > 0.f && ct > 0.f && std::isfinite(cs) && std::isfinite(ct) && std::isnormal(cs / ct);
 }
 
-// The library's (forward version 9): uniform descriptors, the scales folded where fwd_fold_ok
-// (a scale <= 0 runs version 8's update).
+// Forward version 9 (kWarpgroups = 2) or 10 (3): uniform descriptors, the scales folded where
+// fwd_fold_ok (a scale <= 0 runs version 8's update).
+template <typename T, int D, int kWarpgroups>
+void fwd_tma_launch_groups(const RelationKLParams& p) {
+  if (fwd_fold_ok(p)) {
+    fwd_tma_run<T, D, kWarpgroups>(p, relation_kl_fwd_tma_kernel<T, D, true, true, kWarpgroups>);
+  } else {
+    fwd_tma_run<T, D, kWarpgroups>(p, relation_kl_fwd_tma_kernel<T, D, true, false, kWarpgroups>);
+  }
+}
+
+// From this length on the library's forward runs three consumer warpgroups (version 10: on one
+// H200, B = 1, H = 32, d = 128 causal bf16, 5-6 % faster than 9 at 8K and 9 % at 16K, but 1-3 %
+// slower at 4K; docs/kernel.md, "Forward version 10").
+constexpr int64_t kFwdThreeGroupsFrom = 8192;
+
+// The library's: forward version 10 from kFwdThreeGroupsFrom keys on, version 9 below.
 template <typename T, int D>
 void relation_kl_fwd_tma_launch(const RelationKLParams& p) {
-  if (fwd_fold_ok(p)) {
-    fwd_tma_run<T, D>(p, relation_kl_fwd_tma_kernel<T, D, true, true>);
+  if (p.seq_len >= kFwdThreeGroupsFrom) {
+    fwd_tma_launch_groups<T, D, 3>(p);
   } else {
-    fwd_tma_run<T, D>(p, relation_kl_fwd_tma_kernel<T, D, true, false>);
+    fwd_tma_launch_groups<T, D, 2>(p);
   }
 }
 

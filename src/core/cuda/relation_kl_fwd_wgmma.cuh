@@ -26,15 +26,19 @@ namespace cuda {
 // their registers back). Shared memory (core-matrix layout of load_tile_cm, version 5's): X_s, X_t
 // [128 x D] (loaded once, with key tile 0), Y [stage][s, t][64 x D] in a ring of kStages stages,
 // then the mbarriers full[kStages], empty[kStages]: 196,672 bytes at D = 128, version 5's plus 64.
-template <int D, bool kPairs>
+// kWarpgroups: consumer warpgroups of 64 rows a CTA (2; 3 is dev/cuda forward version 10, through
+// the TMA kernel only).
+template <int D, bool kPairs, int kWarpgroups = 2>
 struct FwdWgmmaTile {
   static_assert(D == 64 || D == 96 || D == 128, "the wgmma forward covers the buckets up to 128");
-  static constexpr int kRows = 128;
+  static_assert(kWarpgroups == 2 || (kWarpgroups == 3 && !kPairs), "2 consumer warpgroups, or 3 one tile a turn");
+  static constexpr int kConsumerGroups = kWarpgroups;
+  static constexpr int kRows = 64 * kWarpgroups;
   static constexpr int kKeys = 64;
   static constexpr int kStages = 4;
   // cp.async groups the producer keeps in flight before it signals a stage full (< kStages).
   static constexpr int kLag = 2;
-  static constexpr int kConsumers = 256;
+  static constexpr int kConsumers = 128 * kWarpgroups;
   static constexpr int kThreads = kConsumers + (kPairs ? 128 : 32);
   // Version 7's register split (setmaxnreg): 128 x 72 + 256 x 216 = 64,512 of the SM's 65,536, i.e.
   // 3 x 168 a thread, the count ptxas gives the 384-thread kernel (the sum must match it).
@@ -45,8 +49,11 @@ struct FwdWgmmaTile {
   static_assert(kLag < kStages, "the producer would wait for a stage it has not yet signalled");
 };
 
-// Named barriers of the ping-pong: warpgroup w waits at kFwdTurnBarrier + w for its turn to issue.
+// Named barriers of the ping-pong: warpgroup w waits at kFwdTurnBarrier + w for its turn to issue,
+// which the warpgroup before it (w - 1, cyclically) gives by an arrive after its own issue: 256
+// threads a barrier.
 constexpr int kFwdTurnBarrier = 1;
+constexpr int kFwdTurnThreads = 256;
 
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
@@ -128,14 +135,15 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // (desc_join), the k-step offsets (kk x 256 bytes >> 4) compile-time constants added to the low
 // word; b_desc should build its descriptors the same way. kFoldScale (both scales > 0, the caller's
 // check): unmasked tiles take fwd_pipe_update_folded (maxima of the raw logits, the scales inside
-// the exponent arguments); masked tiles keep fwd_pipe_update<true>.
-template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, typename BDesc,
-          typename BeforeLoop>
+// the exponent arguments); masked tiles keep fwd_pipe_update<true>. kWarpgroups: FwdWgmmaTile's
+// (3: dev/cuda forward version 10, the turn passed round three warpgroups).
+template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, int kWarpgroups = 2,
+          typename BDesc, typename BeforeLoop>
 __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, const T* sXs, const T* sXt,
                                                      uint64_t* full, uint64_t* empty, int64_t b, int h, int64_t n,
                                                      int64_t r0, int ntiles, BDesc&& b_desc, BeforeLoop&& before_loop) {
-  using Tile = FwdWgmmaTile<D, kPairs>;
-  constexpr int BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8;
+  using Tile = FwdWgmmaTile<D, kPairs, kWarpgroups>;
+  constexpr int BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8, W = kWarpgroups;
   static_assert(!(kPairs && (kUniformIssue || kFoldScale)), "version 9 is version 8's one tile a turn");
   const int wg = kUniformIssue ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
   const int warp = (threadIdx.x / 32) % 4, g = (threadIdx.x % 32) / 4;
@@ -150,7 +158,7 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
   // = 128 elements further).
   const T* xs = sXs + wg * 64 * D;
   const T* xt = sXt + wg * 64 * D;
-  const int my_turn = kFwdTurnBarrier + wg, other_turn = kFwdTurnBarrier + (wg ^ 1);
+  const int my_turn = kFwdTurnBarrier + wg, next_turn = kFwdTurnBarrier + (W == 2 ? wg ^ 1 : (wg + 1) % W);
   const int64_t row_lo = r0 + wg * 64 + warp * 16 + g;  // this thread's rows: row_lo, row_lo + 8
 
   // Version 9's A descriptors: the words of k-step 0 (a k-step is 128 elements = 256 bytes further).
@@ -194,15 +202,15 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
     fwd_wgmma_pin(st);  // the update stays ahead of the next wait or issue
   };
 
-  if (wg == 1) named_bar_arrive(other_turn, Tile::kConsumers);  // warpgroup 0 issues first
+  if (wg == W - 1) named_bar_arrive(next_turn, kFwdTurnThreads);  // warpgroup 0 issues first
   before_loop();
   if constexpr (!kPairs) {
     FwdLogits<NT> z;
     for (int t = 0; t < ntiles; ++t) {
       mbar_wait(&full[t % K], (t / K) & 1);
-      named_bar_sync(my_turn, Tile::kConsumers);
+      named_bar_sync(my_turn, kFwdTurnThreads);
       issue(z, t);
-      named_bar_arrive(other_turn, Tile::kConsumers);
+      named_bar_arrive(next_turn, kFwdTurnThreads);
       wgmma_wait<0>();
       fence_regs(z.s);
       fence_regs(z.t);
@@ -215,10 +223,10 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
       const bool second = t + 1 < ntiles;
       mbar_wait(&full[t % K], (t / K) & 1);
       if (second) mbar_wait(&full[(t + 1) % K], ((t + 1) / K) & 1);
-      named_bar_sync(my_turn, Tile::kConsumers);
+      named_bar_sync(my_turn, kFwdTurnThreads);
       issue(za, t);
       issue(zb, t + 1);
-      named_bar_arrive(other_turn, Tile::kConsumers);
+      named_bar_arrive(next_turn, kFwdTurnThreads);
       wgmma_wait<1>();
       fence_regs(za.s);
       fence_regs(za.t);
@@ -233,7 +241,7 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
       }
     }
   }
-  if (wg == 0) named_bar_sync(my_turn, Tile::kConsumers);  // warpgroup 1's arrival after its last issue
+  if (wg == 0) named_bar_sync(my_turn, kFwdTurnThreads);  // the last warpgroup's arrival after its last issue
 
   fwd_pipe_store(p, st, b, h, row_lo);
 }
