@@ -52,6 +52,7 @@
 //   LINEAR_ARD_CTA_HEAD_GROUP=G relation_kl ...  the launch order's group of (batch, head) pairs
 //                                              (RelationKLParams::cta_head_group; 1 = pair by pair)
 //   LINEAR_ARD_TIME_LENGTHS=8192,32768 relation_kl ...  the timed lengths (default 4096,8192)
+//   LINEAR_ARD_TIME_DIM=64 relation_kl ...              the timed head dim (default 128)
 // Built with -DLINEAR_ARD_BUILD_DEV=ON (for sm_90a alone: version 3 is sm_90a code).
 #include <algorithm>
 #include <cstdio>
@@ -539,8 +540,8 @@ const std::vector<Version>& backward_versions() {
   return v;
 }
 
-// The checked cases: the quick reference cases, two longer bf16 ones (many tiles per CTA) and one
-// of 3 batch items x 3 heads.
+// The checked cases: the quick reference cases, three longer bf16 ones (many tiles per CTA; the
+// last at D = 64, which the quick ones leave out) and one of 3 batch items x 3 heads.
 std::vector<RelationKLProblemSpec> check_cases() {
   std::vector<RelationKLProblemSpec> cases = relation_kl_reference_cases(true);
   RelationKLProblemSpec s;
@@ -548,6 +549,8 @@ std::vector<RelationKLProblemSpec> check_cases() {
   s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2, s.student_noise = 0.3, s.logit_std = 4.0, s.seed = 3;
   cases.push_back(s);
   s.self_relation = false, s.heads_y_student = 1, s.causal = false, s.mask = KeyMaskKind::kRandom, s.dim_student = 64;
+  cases.push_back(s);
+  s.self_relation = true, s.heads_y_student = 2, s.causal = true, s.mask = KeyMaskKind::kNone, s.dim_teacher = 64;
   cases.push_back(s);
   // More than one batch item and 9 (batch, head) pairs: the launch order's groups (cta_place).
   s = RelationKLProblemSpec{};
@@ -562,6 +565,12 @@ std::vector<RelationKLProblemSpec> check_cases() {
 int cta_head_group_from_env() {
   const char* v = std::getenv("LINEAR_ARD_CTA_HEAD_GROUP");
   return v ? std::atoi(v) : 0;
+}
+
+// The timed head dim from LINEAR_ARD_TIME_DIM (unset: the benchmark's, 128).
+int time_dim_from_env() {
+  const char* v = std::getenv("LINEAR_ARD_TIME_DIM");
+  return v ? std::atoi(v) : 128;
 }
 
 // The timed sequence lengths from LINEAR_ARD_TIME_LENGTHS (comma-separated; unset: 4096, 8192).
@@ -606,6 +615,7 @@ int run_version(const Version& v, bool backward, bool time_only) {
   for (const int64_t len : time_lengths_from_env()) {
     RelationKLProblemSpec spec = relation_kl_perf_cases(true).front();  // the benchmark's shape
     spec.seq_len = len;
+    spec.dim_student = spec.dim_teacher = time_dim_from_env();
     RelationKLProblem prob(spec);
     harness::DeviceProblem dev(prob);
     RelationKLParams& p = dev.params();

@@ -113,6 +113,7 @@ def cases():
     # which the shorter cases above do not reach.
     out.append(dict(base, b=1, h=2, hys=2, hyt=2, n=8200))
     out.append(dict(base, b=1, h=2, hys=1, hyt=2, self=False, mask=True, n=8203))
+    out.append(dict(base, b=1, h=3, hys=3, hyt=3, ds=64, dt=64, n=8195))
     return out
 
 
