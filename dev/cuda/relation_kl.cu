@@ -43,14 +43,10 @@
 //                box) instead of 16 row bulk reduce-adds, and no empty dX wgmma group at iteration 0
 //                (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
 //                src/core/cuda/relation_kl_bwd_tma_dx.cuh; 12 % faster than 11)
-//            13  12 without the CTA barrier in the loop: the two warpgroups ping-ponged (mbarriers for
-//                the X stages, named barriers for dZ^T and, optionally, turns at the tensor cores;
-//                two dZ^T buffers; relation_kl_bwd_v13.cuh). LINEAR_ARD_BWD13_TURNS=0..3: which
-//                issues take turns (bit 0 S^T, bit 1 dX + dY; default 3); LINEAR_ARD_BWD13_STAGES=2|3:
-//                X stages (default 3). Slower than 12 on an H200: +27 % at 4K with turns, +17 % without
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
-// and 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %; docs/kernel.md.)
+// 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
+// the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower; docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
 //                                              timed launches at 4K, then 8K, 12 each)
@@ -74,7 +70,6 @@
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
-#include "relation_kl_bwd_v13.cuh"                  // defines: relation_kl_bwd_v13_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_tma.cuh"                  // defines: fwd_tma_launch_groups (versions 9, 10)
@@ -477,22 +472,6 @@ bool backward_v11(const RelationKLParams& params) {
   });
 }
 
-// Version 13 with the turns of LINEAR_ARD_BWD13_TURNS (bit 0 S^T, bit 1 dX + dY; unset: 3, both)
-// and the X stages of LINEAR_ARD_BWD13_STAGES (2 or 3; unset: 3).
-bool backward_v13(const RelationKLParams& params) {
-  const char* env = std::getenv("LINEAR_ARD_BWD13_TURNS");
-  const int turns = env == nullptr ? 3 : std::atoi(env) & 3;
-  const char* env_stages = std::getenv("LINEAR_ARD_BWD13_STAGES");
-  const bool three = env_stages == nullptr || std::atoi(env_stages) != 2;
-  return run_superseded_tma<true>(params, [turns, three](auto t, auto d, const RelationKLParams& p) {
-    if (three) {
-      cuda::relation_kl_bwd_v13_launch<decltype(t), decltype(d)::value, 3>(p, turns);
-    } else {
-      cuda::relation_kl_bwd_v13_launch<decltype(t), decltype(d)::value, 2>(p, turns);
-    }
-  });
-}
-
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).
 struct Version {
   int number;
@@ -558,7 +537,6 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {13, "12 ping-ponged: no CTA barrier in the loop, mbarriers and named barriers", backward_v13},
   };
   return v;
 }
