@@ -13,11 +13,17 @@
 
 #include <type_traits>
 
-#include "relation_kl_bwd_wgmma.cuh"  // defines: BwdPos, BwdRowStats (and, through it, LINEAR_ARD_BWD_PROLOGUE,
+#include "relation_kl_bwd_wgmma.cuh"  // defines: BwdPos (and, through it, LINEAR_ARD_BWD_PROLOGUE,
                                       // bwd_stage_dz, bwd_store_dy, bwd_launch, cm_desc*, wgmma_*)
 
 namespace linear_ard {
 namespace cuda {
+
+// One row's statistics for versions 3-5: log2-domain LSEs and g * scale_s (the library's
+// BwdRowStats until its bwd_wgmma_cta took the raw values, BwdRowRaw, 2026-11-29).
+struct BwdRowStats {
+  float lse2_s, lse2_t, g;
+};
 
 template <int D>
 struct BwdWgmmaV4Tile {

@@ -54,9 +54,11 @@ struct BwdPos {
   int h;
   int64_t i0;
 };
-// One row's statistics for the backward: log2-domain LSEs and g * scale_s.
-struct BwdRowStats {
-  float lse2_s, lse2_t, g;
+// One row's statistics for the backward as read from global memory: the LSEs and the upstream
+// gradient (lse_s = -inf: a row past n or without a visible key); bwd_wgmma_cta stores them to
+// shared memory as log2-domain LSEs and g * scale_s.
+struct BwdRowRaw {
+  float lse_s, lse_t, grad;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -150,26 +152,27 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   };
 
   // Loads iteration q's X tiles (load_x) and returns its row stats for rows threadIdx.x < BM,
-  // read from global memory into registers now and stored to shared memory by stats_store at the
-  // end of the iteration, so their latency hides behind the whole iteration. Rows past n or with
-  // no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+  // read from global memory into registers now, as they are, and converted and stored to shared
+  // memory by stats_store at the end of the iteration, so their latency hides behind the whole
+  // iteration (nothing reads the loaded values before then). Rows past n or with no visible key
+  // get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
   auto load_rows = [&](BwdPos q, int stage) {
     load_x(b, q.h, q.i0, stage, sX);
-    BwdRowStats st{INFINITY, INFINITY, 0.f};
+    BwdRowRaw st{-INFINITY, 0.f, 0.f};
     const int64_t row = q.i0 + threadIdx.x;
     if (threadIdx.x < BM && row < n) {
       const int64_t o = (b * p.heads + q.h) * n + row;
-      const float lse_s = p.lse_student[o];
-      if (lse_s != -INFINITY) st = {lse_s * kLog2e, p.lse_teacher[o] * kLog2e, p.grad_kl[o] * p.student.scale};
+      st = {p.lse_student[o], p.lse_teacher[o], p.grad_kl[o]};
     }
     return st;
   };
-  auto stats_store = [&](const BwdRowStats& st, int stage) {
+  auto stats_store = [&](const BwdRowRaw& st, int stage) {
     if (threadIdx.x < BM) {
+      const bool live = st.lse_s != -INFINITY;
       float* dst = sStat + stage * 3 * BM + threadIdx.x;
-      dst[0] = st.lse2_s;
-      dst[BM] = st.lse2_t;
-      dst[2 * BM] = st.g;
+      dst[0] = live ? st.lse_s * kLog2e : INFINITY;
+      dst[BM] = live ? st.lse_t * kLog2e : INFINITY;
+      dst[2 * BM] = live ? st.grad * p.student.scale : 0.f;
     }
   };
   auto load_teacher_keys = [&](int h) {
@@ -181,7 +184,8 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, hy * group);
     TileLoader<T, BN, D, Tile::kThreads, true>(S.y, p.student.y_row_stride, n, ds, vec_s).load(sYs, j0);
   }
-  int hy_t = (hy * group) / (p.heads / p.teacher.heads_y);
+  const int t_group = p.heads / p.teacher.heads_y;  // X heads a teacher Y head
+  int hy_t = (hy * group) / t_group;
   load_teacher_keys(hy * group);
   BwdPos cur{hy * group, rt_begin * BM}, prev_pos = cur;
   if (iters > 0) stats_store(load_rows(cur, 0), 0);
@@ -274,17 +278,18 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     __syncthreads();
     const int h = cur.h;
     const int64_t i0 = cur.i0;
-    // A new X head of the group: its teacher Y head may differ (teacher GQA grouping).
-    if (const int want = h / (p.heads / p.teacher.heads_y); want != hy_t) {
+    // A new X head of the group past the teacher's current Y head (teacher GQA grouping; the
+    // iterations walk the heads upwards, so no division an iteration).
+    if (h >= (hy_t + 1) * t_group) {
       load_teacher_keys(h);
       cp_async_commit();
       cp_async_wait<0>();
       fence_proxy_async();
       __syncthreads();
-      hy_t = want;
+      hy_t = h / t_group;
     }
     const BwdPos next = advance(cur);
-    BwdRowStats next_stats{};
+    BwdRowRaw next_stats{};
     if (it + 1 < iters) {
       next_stats = load_rows(next, stage ^ 1);
       cp_async_commit();
