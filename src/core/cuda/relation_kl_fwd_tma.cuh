@@ -27,8 +27,8 @@ namespace cuda {
 // 128 bytes, and the wgmma descriptor's base offset is left 0), [stage][model s, t][D / 64 boxes]
 // [64 keys x 64 elements, 128B-swizzled] (8 KB a box); then X_s, X_t [128 x D] in the core-matrix
 // layout; then the mbarriers full[K], empty[K], x_full. 1024 bytes of slack for aligning the base.
-// kWarpgroups: consumer warpgroups (FwdWgmmaTile's; 3 is dev/cuda forward version 10: 192 rows,
-// 230,472 bytes at D = 128).
+// kWarpgroups: consumer warpgroups (FwdWgmmaTile's; 3 is forward version 10: 192 rows, 230,472
+// bytes at D = 128).
 template <int D, int kWarpgroups = 2>
 struct FwdTmaTile {
   static_assert(D == 64 || D == 128, "TMA key boxes are 64 elements wide");
@@ -159,8 +159,8 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
 }
 
 // fwd_tma_cta as a kernel: <true, kFoldScale> the library's (version 9; kFoldScale where
-// fwd_fold_ok), <false, false> dev/cuda forward version 8, <true, kFoldScale, 3> dev/cuda forward
-// version 10.
+// fwd_fold_ok; below kFwdThreeGroupsFrom keys), <true, kFoldScale, 3> the library's from there on
+// (version 10), <false, false> dev/cuda forward version 8.
 template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups = 2>
 __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
     relation_kl_fwd_tma_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
@@ -207,8 +207,8 @@ void fwd_tma_launch_groups(const RelationKLParams& p) {
 }
 
 // From this length on the library's forward runs three consumer warpgroups (version 10: on one
-// H200, B = 1, H = 32, d = 128 causal bf16, 5-6 % faster than 9 at 8K and 9 % at 16K, but 1-3 %
-// slower at 4K; docs/kernel.md, "Forward version 10").
+// H200, B = 1, H = 32, causal bf16: at d = 128 5-6 % faster than 9 at 8K and 9 % at 16K, but 1-3 %
+// slower at 4K; at d = 64 3-6 % faster from 8K, equal at 4K; docs/kernel.md, "Forward version 10").
 constexpr int64_t kFwdThreeGroupsFrom = 8192;
 
 // The library's: forward version 10 from kFwdThreeGroupsFrom keys on, version 9 below.

@@ -26,13 +26,12 @@ namespace cuda {
 // their registers back). Shared memory (core-matrix layout of load_tile_cm, version 5's): X_s, X_t
 // [128 x D] (loaded once, with key tile 0), Y [stage][s, t][64 x D] in a ring of kStages stages,
 // then the mbarriers full[kStages], empty[kStages]: 196,672 bytes at D = 128, version 5's plus 64.
-// kWarpgroups: consumer warpgroups of 64 rows a CTA (2; 3 is dev/cuda forward version 10, through
-// the TMA kernel only).
+// kWarpgroups: consumer warpgroups of 64 rows a CTA (2; 3 is forward version 10, the library's TMA
+// forward from kFwdThreeGroupsFrom keys on, through relation_kl_fwd_tma.cuh only).
 template <int D, bool kPairs, int kWarpgroups = 2>
 struct FwdWgmmaTile {
   static_assert(D == 64 || D == 96 || D == 128, "the wgmma forward covers the buckets up to 128");
   static_assert(kWarpgroups == 2 || (kWarpgroups == 3 && !kPairs), "2 consumer warpgroups, or 3 one tile a turn");
-  static constexpr int kConsumerGroups = kWarpgroups;
   static constexpr int kRows = 64 * kWarpgroups;
   static constexpr int kKeys = 64;
   static constexpr int kStages = 4;
@@ -136,7 +135,7 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // word; b_desc should build its descriptors the same way. kFoldScale (both scales > 0, the caller's
 // check): unmasked tiles take fwd_pipe_update_folded (maxima of the raw logits, the scales inside
 // the exponent arguments); masked tiles keep fwd_pipe_update<true>. kWarpgroups: FwdWgmmaTile's
-// (3: dev/cuda forward version 10, the turn passed round three warpgroups).
+// (3: forward version 10, the turn passed round three warpgroups).
 template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, int kWarpgroups = 2,
           typename BDesc, typename BeforeLoop>
 __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, const T* sXs, const T* sXt,
