@@ -428,7 +428,7 @@ bool forward_wgmma(const RelationKLParams& p) {
 // the library's launch order and, for the backward, dx zeroed first; launch(T{}, D constant, p) runs
 // it. Returns false elsewhere.
 template <bool kBackward, typename Launch>
-bool run_superseded_tma(const RelationKLParams& params, Launch&& launch) {
+bool run_tma_version(const RelationKLParams& params, Launch&& launch) {
   const char* name = kBackward ? relation_kl_backward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault)
                                : relation_kl_forward_cuda_kernel_name(params, RelationKLCudaKernels::kDefault);
   if (name != std::string("wgmma+tma")) return false;
@@ -452,7 +452,7 @@ bool run_superseded_tma(const RelationKLParams& params, Launch&& launch) {
 }
 
 bool forward_v8(const RelationKLParams& params) {
-  return run_superseded_tma<false>(params, [](auto t, auto d, const RelationKLParams& p) {
+  return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
     cuda::relation_kl_fwd_v8_launch<decltype(t), decltype(d)::value>(p);
   });
 }
@@ -461,13 +461,13 @@ bool forward_v8(const RelationKLParams& params) {
 // cuda::kFwdThreeGroupsFrom keys on, 9 below).
 template <int kWarpgroups>
 bool forward_tma_groups(const RelationKLParams& params) {
-  return run_superseded_tma<false>(params, [](auto t, auto d, const RelationKLParams& p) {
+  return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
     cuda::fwd_tma_launch_groups<decltype(t), decltype(d)::value, kWarpgroups>(p);
   });
 }
 
 bool backward_v11(const RelationKLParams& params) {
-  return run_superseded_tma<true>(params, [](auto t, auto d, const RelationKLParams& p) {
+  return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
     cuda::relation_kl_bwd_tma_rows_launch<decltype(t), decltype(d)::value>(p);
   });
 }
@@ -571,7 +571,13 @@ int cta_head_group_from_env() {
 // The timed head dim from LINEAR_ARD_TIME_DIM (unset: the benchmark's, 128).
 int time_dim_from_env() {
   const char* v = std::getenv("LINEAR_ARD_TIME_DIM");
-  return v ? std::atoi(v) : 128;
+  if (v == nullptr) return 128;
+  char* end = nullptr;
+  const long d = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || d <= 0 || d > 256) {
+    throw std::invalid_argument(std::string("LINEAR_ARD_TIME_DIM: not a head dim in 1..256: ") + v);
+  }
+  return static_cast<int>(d);
 }
 
 // The timed sequence lengths from LINEAR_ARD_TIME_LENGTHS (comma-separated; unset: 4096, 8192).
