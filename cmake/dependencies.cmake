@@ -13,7 +13,7 @@ if(PkgConfig_FOUND)
   pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
 endif()
 # Without pkg-config (the GPU machine's image), look in CMAKE_PREFIX_PATH for the header and the
-# library (scripts/device_deps_build.sh installs them there) and make the same imported targets.
+# library (dev/gpu/device_deps_build.sh installs them there) and make the same imported targets.
 # linear_ard_find_library(<PREFIX> <header> <library>...): sets <PREFIX>_FOUND, PkgConfig::<PREFIX>.
 function(linear_ard_find_library prefix header)
   if(${prefix}_FOUND)

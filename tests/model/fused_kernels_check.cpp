@@ -1,5 +1,5 @@
 // GPU check of the model layer's fused CUDA kernels against the composite torch ops they replace
-// (run by scripts/gpu_check.sh; on a machine without CUDA it says so and exits 0):
+// (run by dev/gpu/gpu_check.sh; on a machine without CUDA it says so and exits 0):
 // - q/k/v split + RoPE (rope_qkv_fused): forward and gradient bit for bit equal to the composite
 //   (split, rope_apply, autograd), fp32 / bf16 / fp16, full and partial rotary dims, GQA and MHA,
 //   cos shared across the batch or per row, odd lengths;

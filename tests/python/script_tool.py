@@ -1,11 +1,12 @@
-"""Running one of scripts/*.py as a user does, for the tests of those scripts."""
+"""Running one of the repository's Python scripts as a user does, for the tests of those scripts."""
 import subprocess
 import sys
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def script_run(name, *args):
-    """scripts/NAME run with this Python and ARGS (str()-ed); the CompletedProcess, output captured."""
-    return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True)
+def script_run(path, *args):
+    """The script at PATH (relative to the repository root, e.g. "experiments/seed_table.py") run with
+    this Python and ARGS (str()-ed); the CompletedProcess, output captured."""
+    return subprocess.run([sys.executable, str(ROOT / path), *map(str, args)], capture_output=True, text=True)

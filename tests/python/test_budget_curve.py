@@ -1,5 +1,5 @@
-"""scripts/budget_curve.py: the values it reads from `linear-ard eval compare` markdown reports (the
-layout of the files in docs/results/real, filled with fresh random numbers), merging of several
+"""experiments/budget_curve.py: the values it reads from `linear-ard eval compare` markdown reports (the
+layout of the files in experiments/results/real, filled with fresh random numbers), merging of several
 reports of one budget, --rename, the budget suffix rule, the plot files, and errors naming the bad
 argument."""
 import random
@@ -26,7 +26,7 @@ def report(path, rows, ruler=True):
 
 
 def run(*args):
-    return script_run("budget_curve.py", *args)
+    return script_run("experiments/budget_curve.py", *args)
 
 
 def table(stdout):

@@ -1,11 +1,11 @@
-"""scripts/device_parts.sh: a file split into parts here, carried over separate "calls" (a fresh
+"""dev/gpu/device_parts.sh: a file split into parts here, carried over separate "calls" (a fresh
 working-tree folder each) and joined in a store on the other side, checked against its SHA-256."""
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "device_parts.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "dev" / "gpu" / "device_parts.sh"
 
 
 def parts(*args):

@@ -1,4 +1,4 @@
-"""scripts/make_choice.py on fresh random corpora: every item's right answer is the sentence that
+"""experiments/make_choice.py on fresh random corpora: every item's right answer is the sentence that
 follows its context in one document, the distractors are other sentences (of the same document when
 it has enough), the schema is the one `linear-ard eval tasks` reads (checked by its parser on a tiny
 model), determinism per seed, the answer's position spread over the choices, and errors naming the
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "experiments"))
 import make_choice  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "python"))
@@ -35,7 +35,7 @@ def corpus(path, rng, docs, sentences):
 
 
 def run(*args):
-    return script_run("make_choice.py", *args)
+    return script_run("experiments/make_choice.py", *args)
 
 
 def read(path):

@@ -1,7 +1,7 @@
-"""scripts/make_corpus_large.py and its helpers (corpus_debian.py, corpus_dedup.py,
+"""experiments/make_corpus_large.py and its helpers (corpus_debian.py, corpus_dedup.py,
 corpus_decontaminate.py) on tiny synthetic package trees, no network: which HTML pages are read,
 dictd entries, paragraph deduplication up to numbers and case, the 13-word test-overlap filter, and a
-whole run whose test sources end up in heldout.jsonl only, as scripts/experiment_real_data.py reads them."""
+whole run whose test sources end up in heldout.jsonl only, as experiments/experiment_real_data.py reads them."""
 import gzip
 import json
 import random
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "experiments"))
 sys.path.insert(0, str(ROOT / "scripts"))
 import corpus_debian  # noqa: E402
 from corpus_decontaminate import Decontaminator  # noqa: E402
@@ -125,7 +126,7 @@ def test_a_run_keeps_test_sources_out_of_train_and_each_paragraph_once(tmp_path)
     write(pkgs / "postgresql-doc-15/usr/share/doc/postgresql-doc-15/html/b.html", page(*shared, prose(rng, 60)))
     for name, (package, _) in make_corpus_large.DICTIONARIES.items():
         dictd(pkgs / package / "usr/share/dictd", name, [([f"{name}{i}"], prose(rng, 30)) for i in range(5)])
-    r = script_run("make_corpus_large.py", base, pkgs, out)
+    r = script_run("experiments/make_corpus_large.py", base, pkgs, out)
     assert r.returncode == 0, r.stderr
     train = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
     held = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
@@ -140,7 +141,7 @@ def test_a_run_keeps_test_sources_out_of_train_and_each_paragraph_once(tmp_path)
     assert manifest["dropped_paragraphs"]["test_overlap"] == 1
     assert manifest["totals"]["train_documents"] == len(train)
     split = tmp_path / "split"
-    r = script_run("experiment_real_data.py", out, split)
+    r = script_run("experiments/experiment_real_data.py", out, split)
     assert r.returncode == 0, r.stderr
     test = [json.loads(line) for line in (split / "test.jsonl").read_text().splitlines()]
     assert {d["source"] for d in test} == {"jargon", "gnu-standards"}

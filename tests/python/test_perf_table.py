@@ -1,4 +1,4 @@
-"""scripts/perf_table.py: issue #18's one table from a fake gpu_check.sh OUT folder whose files are
+"""dev/gpu/perf_table.py: issue #18's one table from a fake gpu_check.sh OUT folder whose files are
 laid out as their producers write them (bench_relation_kl_gpu.py's JSON, bench_restore_gpu's printf
 tables, bench_step_real.py's results.json); its numbers and met / missed, "not run" rows for missing
 files, errors naming a malformed file. Where LINEAR_ARD_BUILD_DIR holds bench_restore_gpu, its --tiny
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dev" / "gpu"))
 import perf_table  # noqa: E402
 from script_tool import script_run  # noqa: E402
 
@@ -82,7 +82,7 @@ def out_dir(tmp_path, operator=True, restore=True, step=True):
 
 def table(out):
     """{figure: {column: cell}} of the printed table; asserts it is the last thing printed."""
-    r = script_run("perf_table.py", out)
+    r = script_run("dev/gpu/perf_table.py", out)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.rstrip("\n").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| figure"))
@@ -166,7 +166,7 @@ def test_runs_without_the_target_cases(tmp_path):
 def test_malformed_file_is_named(tmp_path, name, text, why):
     out = out_dir(tmp_path)
     (out / name).write_text(text)
-    r = script_run("perf_table.py", out)
+    r = script_run("dev/gpu/perf_table.py", out)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert f"perf_table: {out / name}: malformed" in r.stderr and why in r.stderr, r.stderr
 

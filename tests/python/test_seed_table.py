@@ -1,5 +1,5 @@
-"""scripts/seed_table.py: means and 95 % t-intervals over seeds of `linear-ard eval compare` markdown
-reports (the layout of the files in docs/results/real, filled with fresh random numbers), checked
+"""experiments/seed_table.py: means and 95 % t-intervals over seeds of `linear-ard eval compare` markdown
+reports (the layout of the files in experiments/results/real, filled with fresh random numbers), checked
 against numpy and scipy's own interval; a model's cells from the first report that has it, Avg. left
 out, Rec. kept only against the reference model, --models, and errors naming the bad input."""
 import random
@@ -31,7 +31,7 @@ def report(path, rows):
 
 
 def run(*args):
-    return script_run("seed_table.py", *args)
+    return script_run("experiments/seed_table.py", *args)
 
 
 def parsed(stdout):

@@ -1,4 +1,4 @@
-"""scripts/token_efficiency.py: the CPT budget matching a LinearARD run, on synthetic reports whose
+"""experiments/token_efficiency.py: the CPT budget matching a LinearARD run, on synthetic reports whose
 crossing points are known in closed form (the curve is a power law, so log-log interpolation is
 exact), bounds at both ends, and errors naming what is missing."""
 import json
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "token_efficiency.py"
-sys.path.insert(0, str(ROOT / "scripts"))
+SCRIPT = ROOT / "experiments" / "token_efficiency.py"
+sys.path.insert(0, str(ROOT / "experiments"))
 import token_efficiency  # noqa: E402
 
 

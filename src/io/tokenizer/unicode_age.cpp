@@ -1,4 +1,4 @@
-// Unicode ages from the generated range table (scripts/gen_unicode_age_table.pl).
+// Unicode ages from the generated range table (dev/gen_unicode_age_table.pl).
 #include "unicode_age.h"
 
 #include <algorithm>
