@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The token-efficiency curve of the real-model experiment (issue #15, docs/results.md): for each
+"""The token-efficiency curve of the real-model experiment (docs/results.md): for each
 method, short-context quality and long-context retrieval against training tokens, read from the
 markdown reports of `linear-ard eval compare` (the files committed in experiments/results/real).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The paper's experiment at small scale (issue #7, docs/results.md), on the GPU machine:
+# The paper's experiment at small scale (docs/results-small.md), on the GPU machine:
 #   1. tokenizer (SentencePiece BPE, 8K) and a 32M-parameter LLaMA-architecture teacher pretrained at
 #      native context 512 on the Debian-package corpus (experiments/configs/pretrain_experiment.yaml): the
 #      candidates of $TEACHERS side by side, and the one that retrieves the passkey best at 512 (ties:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Token efficiency of LinearARD against CPT (issue #7, the paper's ~60x claim): from a
+"""Token efficiency of LinearARD against CPT (the paper's ~60x claim; docs/results-small.md): from a
 `linear-ard eval compare` report holding LinearARD runs (names starting with "ard") and CPT runs at
 several budgets (names starting with "cpt"), and the runs' training_summary.json (exact token
 budgets), finds the CPT budget whose short-context quality equals each LinearARD run's, by
