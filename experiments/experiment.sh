@@ -47,7 +47,7 @@ else
   S1=250 S2=125 SC=250 SBIG=2000 B1=8 B2=2 limit=500 samples=2 rsamples=3
   rtasks="niah_single_1 niah_multikey_1 niah_multivalue vt fwe"
   # Candidate teachers, NAME[:key=value,...] (overrides of experiments/configs/pretrain_experiment.yaml), e.g.
-  # TEACHERS="base w300:pretrain.answer_weight=300 lr2e-3:lr=2.0e-3 short:steps=5000" (docs/results.md).
+  # TEACHERS="base w300:pretrain.answer_weight=300 lr2e-3:lr=2.0e-3 short:steps=5000" (docs/results-small.md).
   TEACHERS="${TEACHERS:-base}"
 fi
 L8=$((8 * N))

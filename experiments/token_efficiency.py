@@ -17,7 +17,9 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # plot.py
 from plot import figure_save, plt  # scripts/plot.py: matplotlib set up for files (Agg, SVG text)
 
 
