@@ -98,7 +98,7 @@ def theirs_step(attn_kl_align, x_s, x_t, scale):
     x_s.grad = None
     loss = attn_kl_align(x_s, x_s, x_t, x_t, attn_mask=None, causal=True, sm_scale_s=scale, sm_scale_t=scale)
     loss.backward()
-    return loss
+    return loss.detach()
 
 
 def ours_step(relation_kl, x_s, x_t, scale):
@@ -107,7 +107,7 @@ def ours_step(relation_kl, x_s, x_t, scale):
     kl, _, _ = relation_kl(x_s, None, x_t, None, causal=True, scale_s=scale, scale_t=scale)
     loss = kl.sum()
     loss.backward()
-    return loss
+    return loss.detach()
 
 
 def median_ms(step, device, warmup, iters):
