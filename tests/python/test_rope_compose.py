@@ -72,7 +72,7 @@ def expected_student(config, raw, request):
         rope.update(rope_type="longrope", short_factor=[x * f for x in short], long_factor=[x * f for x in long],
                     attention_factor=attention, factor=a * f, original_max_position_embeddings=original)
     elif want == kind:
-        rope = dict(have, **rope, factor=a * f)
+        rope = {**have, **rope, "factor": a * f}
         if kind == "longrope" and "long_factor" not in request:
             rope["long_factor"] = [x * f for x in have["long_factor"]]
     elif want == "linear":
