@@ -79,6 +79,33 @@ def clean_config(config, dtype):
     config.dtype = dtype
 
 
+def gguf_rope(path):
+    """transformers' rope_parameters for the RoPE scaling keys llama.cpp reads
+    (`<arch>.rope.scaling.type`, `.factor`, `.original_context_length`, YaRN's `.attn_factor`,
+    `.yarn_beta_fast`, `.yarn_beta_slow`), which transformers' GGUF loader leaves out; None when the
+    file has no scaling. scripts/export_gguf.py writes these keys."""
+    import gguf
+    reader = gguf.GGUFReader(str(path))
+    arch = reader.fields["general.architecture"].contents()
+
+    def value(key):
+        field = reader.fields.get(f"{arch}.rope.{key}")
+        return None if field is None else field.contents()
+
+    kind = value("scaling.type")
+    if kind in (None, "none"):
+        return None
+    if kind not in ("linear", "yarn"):
+        raise ImportError_(f"{path}: RoPE scaling type '{kind}' cannot be imported (supported: linear, yarn)")
+    rope = {"rope_type": kind, "factor": float(value("scaling.factor")), "rope_theta": float(value("freq_base") or 10000.0)}
+    for key, name in (("scaling.original_context_length", "original_max_position_embeddings"),
+                      ("scaling.attn_factor", "attention_factor"), ("scaling.yarn_beta_fast", "beta_fast"),
+                      ("scaling.yarn_beta_slow", "beta_slow")):
+        if value(key) is not None and (kind == "yarn" or name == "original_max_position_embeddings"):
+            rope[name] = value(key)
+    return rope
+
+
 def load_dequantized(path, dtype):
     """transformers' GGUF loader, then the weights moved into a plain model of the same config
     (a GGUF-quantized model refuses save_pretrained)."""
@@ -96,6 +123,9 @@ def load_dequantized(path, dtype):
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     config = quantized.config
     clean_config(config, dtype)
+    rope = gguf_rope(path)
+    if rope is not None:
+        config.rope_parameters = rope
     model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
     model.load_state_dict(quantized.state_dict(), strict=True)
     return model, tokenizer
