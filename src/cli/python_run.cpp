@@ -59,6 +59,9 @@ std::vector<std::string> child_environment() {
     }
   }
   if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!std::getenv("LINEAR_ARD_BINARY") && !ec) env.push_back("LINEAR_ARD_BINARY=" + exe.string());
   return env;
 }
 
@@ -69,15 +72,16 @@ std::vector<char*> raw_of(std::vector<std::string>& strings) {
   return raw;
 }
 
-// Spawns `python args...` with stdout on stderr and, when `input` >= 0, that descriptor as stdin.
-pid_t python_spawn(const std::vector<std::string>& args, int input) {
+// Spawns `python args...` with stdout on stderr unless `report` and, when `input` >= 0, that
+// descriptor as stdin.
+pid_t python_spawn(const std::vector<std::string>& args, int input, bool report = false) {
   std::vector<std::string> argv{python_executable()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env = child_environment();
   std::vector<char*> raw_argv = raw_of(argv), raw_env = raw_of(env);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  if (!report) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   if (input >= 0) posix_spawn_file_actions_adddup2(&actions, input, STDIN_FILENO);
   pid_t pid = -1;
   const int spawned = posix_spawnp(&pid, raw_argv[0], &actions, nullptr, raw_argv.data(), raw_env.data());
@@ -116,7 +120,10 @@ std::string python_script(const std::string& name) {
   return (fs::path(LINEAR_ARD_SOURCE_DIR) / "scripts" / name).string();
 }
 
-int python_run(const std::vector<std::string>& args) { return wait_status(python_spawn(args, -1)); }
+int python_run(const std::vector<std::string>& args, bool report) {
+  std::cout.flush();
+  return wait_status(python_spawn(args, -1, report));
+}
 
 PythonFollower::PythonFollower(const std::vector<std::string>& args, const std::string& what) : what_(what) {
   int fds[2];

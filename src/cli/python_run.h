@@ -18,11 +18,12 @@ std::string python_executable();
 // else the source tree's scripts/NAME.
 std::string python_script(const std::string& name);
 
-// Runs `python_executable() args...` with its stdout sent to stderr (stdout holds the command's
-// report) and PYTHONPATH led by the folder holding the linear_ard package (prefix site-packages,
-// pip's site-packages or the source tree's python/), and waits. Returns its exit status; -1 when it
-// could not be started or did not exit normally.
-int python_run(const std::vector<std::string>& args);
+// Runs `python_executable() args...` and waits, with PYTHONPATH led by the folder holding the
+// linear_ard package (prefix site-packages, pip's site-packages or the source tree's python/) and
+// LINEAR_ARD_BINARY set to this binary (unless set), so the package runs this build. Its stdout goes
+// to stderr (stdout holds the command's report) unless `report` (the script writes the report).
+// Returns its exit status; -1 when it could not be started or did not exit normally.
+int python_run(const std::vector<std::string>& args, bool report = false);
 
 // A helper started beside a run that ends when its standard input closes: on finish(), on the
 // destructor, or when this process dies, however it dies.
