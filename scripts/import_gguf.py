@@ -101,7 +101,7 @@ def gguf_rope(path):
     for key, name in (("scaling.original_context_length", "original_max_position_embeddings"),
                       ("scaling.attn_factor", "attention_factor"), ("scaling.yarn_beta_fast", "beta_fast"),
                       ("scaling.yarn_beta_slow", "beta_slow")):
-        if value(key) is not None and (kind == "yarn" or name == "original_max_position_embeddings"):
+        if value(key) is not None and kind == "yarn":  # transformers' linear type takes none of them
             rope[name] = value(key)
     return rope
 
