@@ -41,7 +41,7 @@ class LinearArdLM(LM):
         if str(dtype) not in _DTYPES:
             raise ValueError(f"linear-ard: dtype '{dtype}' (model_args) must be one of {', '.join(_DTYPES)}")
         self.pretrained = str(pretrained)
-        self.device = {"cpu": "cpu", None: "auto"}.get(device, "cuda" if str(device).startswith("cuda") else "auto")
+        self.run_device = {"cpu": "cpu", None: "auto"}.get(device, "cuda" if str(device).startswith("cuda") else "auto")
         self.dtype = _DTYPES[str(dtype)]
         self.batch_size = int(batch_size) if str(batch_size).isdigit() else 1
         self.max_length, self.max_gen_toks = int(max_length or 0), int(max_gen_toks)
@@ -55,7 +55,7 @@ class LinearArdLM(LM):
             src, dst = Path(tmp) / "requests.jsonl", Path(tmp) / "answers.jsonl"
             src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests), encoding="utf-8")
             command = [binary(), "eval", "requests", self.pretrained, "--in", str(src), "--out", str(dst),
-                       "--device", self.device, "--dtype", self.dtype, "--batch_size", str(self.batch_size),
+                       "--device", self.run_device, "--dtype", self.dtype, "--batch_size", str(self.batch_size),
                        "--max_length", str(self.max_length), "--max_gen_toks", str(self.max_gen_toks)]
             if not self.add_bos_token:
                 command.append("--no-bos")
