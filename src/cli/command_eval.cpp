@@ -14,7 +14,7 @@
 
 #include "command_eval_args.h"  // defines: EvalDeviceArgs, eval_report_emit, eval_*_register
 #include "commands.h"
-#include "model_arg.h"  // defines: model_arg_check
+#include "model_arg.h"  // defines: model_arg_add
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
 #include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, perplexity_text_*
@@ -34,9 +34,7 @@ struct ModelArgs : EvalDeviceArgs {
 };
 
 void model_args_add(CLI::App* sub, ModelArgs& a) {
-  sub->add_option("MODEL", a.model, "HF model folder, or a hub name org/name[@revision] in the local HF cache")
-      ->required()
-      ->check(model_arg_check());
+  model_arg_add(sub, a.model);
   eval_device_args_add(sub, a);
 }
 

@@ -12,7 +12,7 @@
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/lm_requests.h"  // defines: lm_requests_answer
 #include "linear_ard/io/file_atomic.h"    // defines: file_write_atomic
-#include "model_arg.h"                    // defines: model_arg_check
+#include "model_arg.h"                    // defines: model_arg_add
 
 namespace linear_ard::cli {
 
@@ -47,10 +47,8 @@ void eval_requests_register(CLI::App& eval) {
   CLI::App* sub = eval.add_subcommand(
       "requests", "Answer lm-evaluation-harness requests (JSON lines: loglikelihood, loglikelihood_rolling, "
                   "generate_until) with the model engine, as lm-eval's HF backend does; used by the `linear-ard` "
-                  "lm-eval model (python -m linear_ard.lm_eval)");
-  sub->add_option("MODEL", a->model, "HF model folder, or a hub name org/name[@revision] in the local HF cache")
-      ->required()
-      ->check(model_arg_check());
+                  "lm-eval model (python -m linear_ard.lm_eval_cli)");
+  model_arg_add(sub, a->model);
   eval_device_args_add(sub, *a);
   sub->add_option("--in", a->in, "requests, one JSON object a line (docs/eval.md)")->required()->check(CLI::ExistingFile);
   sub->add_option("--out", a->out, "answers, one JSON object a line in the requests' order")->required();

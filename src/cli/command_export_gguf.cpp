@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "linear_ard/io/model_path.h"  // defines: model_path_resolve
+#include "model_arg.h"                  // defines: model_arg_add
 #include "python_run.h"                // defines: python_run, python_script, python_executable
 
 namespace linear_ard::cli {
@@ -25,8 +26,7 @@ void command_export_gguf_register(CLI::App& app) {
       "export-gguf", "Write a model folder (e.g. restore's OUT/model) as a GGUF file for llama.cpp: architecture, "
                      "context length, RoPE scaling keys, tokenizer and weights (scripts/export_gguf.py, "
                      "llama.cpp's gguf package)");
-  sub->add_option("MODEL", a->model, "HF model folder, or a hub name org/name[@revision] in the local HF cache")
-      ->required();
+  model_arg_add(sub, a->model);
   sub->add_option("OUT", a->out, "GGUF file to write")->required();
   sub->add_option("--type", a->type, "type of the matrices (norms stay f32)")
       ->check(CLI::IsMember({"bf16", "f16", "q8_0"}))

@@ -25,4 +25,11 @@ inline CLI::Validator model_arg_check() {
       "FOLDER or ORG/NAME[@REVISION]", "MODEL");
 }
 
+// Adds the positional model argument `name` (required, checked by model_arg_check) to `sub`.
+inline void model_arg_add(CLI::App* sub, std::string& model, const std::string& name = "MODEL") {
+  sub->add_option(name, model, "HF model folder, or a hub name org/name[@revision] in the local HF cache")
+      ->required()
+      ->check(model_arg_check());
+}
+
 }  // namespace linear_ard::cli
