@@ -5,16 +5,18 @@ logits of the original whose matrices went through the same type (gguf's own qua
 bf16 and q8_0; f16 by numpy), to fp32 noise: on the demo model (SentencePiece, tied embeddings) and
 on tiny random LLaMA and Qwen2 students (byte-level BPE, scaled RoPE, Qwen2's q/k/v biases), with
 300 tokens so that positions past the native length are used. Same tokenizer ids on plain text.
-Refusals are one line: a RoPE type llama.cpp has no keys for, an existing output.
+Refusals are one line: a RoPE type llama.cpp has no keys for, an existing output. Every file is
+written by the binary; the importer runs in this process (its command line runs in real_model.py's default-model
+import), which saves a transformers start-up per case.
 
     LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_export_gguf.py
 """
 
+import importlib.util
 import json
 import random
 import shutil
 import subprocess
-import sys
 
 import gguf
 import numpy as np
@@ -29,6 +31,9 @@ from test_eval import binary
 
 TEXT = "The model restores its relations; the student reads 12 positions, then 345 more. é"
 GGML = {"bf16": T.BF16, "f16": T.F16, "q8_0": T.Q8_0}
+_spec = importlib.util.spec_from_file_location("import_gguf", ROOT / "scripts" / "import_gguf.py")
+import_gguf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(import_gguf)
 
 
 def student(root, arch, rope):
@@ -103,9 +108,7 @@ def test_round_trip(models, tmp_path, name, kind):
     assert reader.fields["tokenizer.ggml.model"].contents() == ("llama" if name == "demo" else "gpt2")
 
     imported = tmp_path / "imported"
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "import_gguf.py"), str(out), str(imported),
-                        "--dtype", "fp32"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    import_gguf.import_gguf(out, imported, "float32")
     theirs = transformers.AutoModelForCausalLM.from_pretrained(str(imported), dtype=torch.float32).eval()
     if rope.get("factor"):
         assert theirs.config.rope_parameters == dict(rope, rope_theta=10000.0)
