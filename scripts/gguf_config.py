@@ -110,7 +110,8 @@ def _keyed_scaling(reader, arch):
         if original is None:
             raise GgufConfigError(f"yarn scaling without key '{arch}.rope.scaling.original_context_length'")
         rope["original_max_position_embeddings"] = int(original)
-        for key, name in (("yarn_beta_fast", "beta_fast"), ("yarn_beta_slow", "beta_slow")):
+        for key, name in (("yarn_beta_fast", "beta_fast"), ("yarn_beta_slow", "beta_slow"),
+                          ("attn_factor", "attention_factor")):
             if (value := _field(reader, f"{arch}.rope.scaling.{key}")) is not None:
                 rope[name] = float(value)
     return rope

@@ -107,6 +107,7 @@ std::vector<ConfigField> fields_run() {
       CONFIG_FIELD("overwrite", overwrite, "replace an existing output folder, only when it holds a previous run"),
       CONFIG_FIELD("eval_every", eval_every, "held-out evaluation every N global steps (0: before the first step and after each stage only)"),
       CONFIG_FIELD("log_every", log_every, "progress line every N global steps"),
+      CONFIG_FIELD("tensorboard", tensorboard, "also write every metrics.jsonl line as TensorBoard scalars into `tensorboard/` while the run goes (`tensorboard --logdir OUT`; training lines as `stage<N>/<key>`, held-out ones as `eval/<key>`), through scripts/tensorboard_follow.py (torch.utils.tensorboard); a writer that cannot run is a warning"),
       CONFIG_FIELD("checkpoint_every", checkpoint_every, "write `checkpoint-<step>/` every N global steps (0: none; below)"),
       CONFIG_FIELD("resume", resume, "continue from the output folder's newest checkpoint (none there: a fresh run)"),
       CONFIG_FIELD("stop_after_step", stop_after_step, "write a checkpoint after this global step and end the run (0: never; time-sliced jobs, tests)"),

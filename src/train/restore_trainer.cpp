@@ -10,6 +10,7 @@
 
 #include "linear_ard/io/hf_config.h"              // defines: hf_rope_dict_from_json
 #include "linear_ard/io/hf_folder.h"              // defines: hf_folder_load, hf_folder_*_check
+#include "linear_ard/io/model_path.h"             // defines: model_path_resolve
 #include "linear_ard/io/tokenizer.h"              // defines: tokenizer_load, tokenizer_file
 #include "linear_ard/model/rope_compose.h"        // defines: rope_compose
 #include "linear_ard/train/metrics_log.h"         // defines: progress_break
@@ -39,9 +40,16 @@ model::ModelConfig student_config_make(const io::HfFolder& teacher, const json& 
 // The plan of a restore run: the teacher folder, the student's RoPE, lengths and data.
 RunPlan restore_plan(const RestoreConfig& config) {
   RunPlan plan = run_plan_begin(config, "restore");
+  // A hub name becomes its snapshot folder in the local Hugging Face cache, which the resolved
+  // config then records.
+  try {
+    plan.config.teacher = io::model_path_resolve(config.teacher);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("config key 'teacher': ") + e.what());
+  }
   const RestoreConfig& c = plan.config;
   if (!fs::is_directory(c.teacher))
-    throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " does not exist");
+    throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " is not a directory");
   plan.teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
   io::hf_folder_weights_check(plan.teacher);
   plan.student_config = student_config_make(plan.teacher, c.student_rope);
