@@ -37,8 +37,10 @@ if "$LINEAR_ARD_PYTHON" -c "import torch, sys; sys.exit(not torch.cuda.is_availa
   native_lengths="4096 8192" scaled_lengths="4096 8192 16384 32768" samples=2
 else
   # CPU: stage 1 only, short blocks, on the bundled KJV sample; measured on 2 cores in README.
+  # The run's own validation kept small too: 4 blocks, before and after training, no passkey.
   settings=(data="[data/demo/restore.jsonl]" ctx_len=256 batch_size=1 steps="${DEMO_STEPS:-60}" lr=1.0e-3
-            warmup_steps=3 stage2.steps=0 stage2.warmup_steps=0 log_every=5 dtype=fp32)
+            warmup_steps=3 stage2.steps=0 stage2.warmup_steps=0 log_every=5 dtype=fp32
+            val_blocks=4 val_passkey.samples=0 eval_every=0)
   heldout=data/demo/heldout.jsonl ppl_ctx=512 ppl_tokens="${DEMO_PPL_TOKENS:-8192}"
   native_lengths="2048" scaled_lengths="2048" samples=1
 fi
