@@ -13,7 +13,11 @@ using nlohmann::json;
 std::string number_text(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.15g", x);
-  return buf;
+  // "2e-05" is a string to YAML 1.1 readers (PyYAML): the mantissa gets its ".0" to stay a number.
+  std::string text = buf;
+  const auto e = text.find('e');
+  if (e != std::string::npos && text.find('.') == std::string::npos) text.insert(e, ".0");
+  return text;
 }
 
 // One data file: a path, or a map {path: ..., field: ...} naming the text's key in its JSON records.

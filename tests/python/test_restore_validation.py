@@ -67,7 +67,7 @@ def test_validation_kl_matches_transformers(demo):
     assert first["eval"] and first["step"] == 0 and first["val_tokens"] == 3 * 255
     native = transformers.AutoModelForCausalLM.from_pretrained(str(DEMO), dtype=torch.float32).eval()
     cfg = transformers.AutoConfig.from_pretrained(str(DEMO))
-    cfg.rope_scaling = {"rope_type": "linear", "factor": 8.0}
+    cfg.rope_parameters = {"rope_type": "linear", "factor": 8.0, "rope_theta": cfg.rope_parameters["rope_theta"]}
     cfg.max_position_embeddings = 256 * 8
     scaled = transformers.AutoModelForCausalLM.from_pretrained(str(DEMO), config=cfg, dtype=torch.float32).eval()
     with torch.no_grad():
