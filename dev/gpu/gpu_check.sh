@@ -17,8 +17,9 @@
 #   dev/gpu/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
 #   dev/gpu/gpu_check.sh --step-bench     the real model's restore step (SmolLM2-135M from
 #                                   dev/gpu/device_model.sh): stage 1, stage 2 and CPT, ours beside
-#                                   plain PyTorch (benchmarks/bench_step_real.py), with our profiles
-#                                   and the teacher-overlap check (tests/gpu/check_teacher_overlap.py)
+#                                   plain PyTorch (benchmarks/bench_step_real.py), with our profiles,
+#                                   the LM loss alone (benchmarks/bench_lm_loss) and the
+#                                   teacher-overlap check (tests/gpu/check_teacher_overlap.py)
 #   dev/gpu/gpu_check.sh --operator the relation-KL operator alone (builds only its two targets):
 #                                   the harness's check (fp64 reference on every kernel path, the
 #                                   non-finite rule, exact zero gradient of single-key rows,
@@ -48,7 +49,8 @@ source dev/gpu/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried b
 if [[ "${1:-}" == "--operator" || "${1:-}" == "--dev" ]]; then
   LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops || exit 1
 else
-  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops model_dump fused_kernels_check linear_ard_cli bench_restore_gpu || exit 1
+  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops model_dump fused_kernels_check linear_ard_cli bench_restore_gpu \
+    bench_lm_loss || exit 1
 fi
 
 export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
@@ -74,6 +76,11 @@ restore_bench() {
 # by dev/gpu/device_model_pack.sh) with random weights, which time the same, with no GGUF transfer.
 step_bench() {
   local model weights=()
+  # The LM loss of stage 2 / CPT alone at 32K (SmolLM2's head): chunked beside unfused.
+  if [[ -x "$build/benchmarks/bench_lm_loss" ]]; then
+    "$build/benchmarks/bench_lm_loss" 2>&1 | tee "$out/bench_lm_loss.log" | tail -4
+    step "LM loss alone (chunked vs unfused)" "${PIPESTATUS[0]}"
+  fi
   if [[ "${STEP_BENCH_WEIGHTS:-}" == random ]]; then
     model="$root/.devmodel/config" weights=(--random-weights)
   else
