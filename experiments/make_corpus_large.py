@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Builds the large English pretraining corpus (issue #15: tens of millions of DISTINCT training tokens,
-where scripts/make_corpus.py's corpus has about 4M): make_corpus.py's corpus (BASE) plus the English
-manuals, dictionaries and man pages of about fifty Debian packages that experiments/make_corpus_large.sh
-unpacks into PACKAGES/<package>/ with `apt-get download` and `dpkg-deb -x`.
+"""Builds the large English pretraining corpus (the large budget: tens of millions of DISTINCT
+training tokens, where scripts/make_corpus.py's corpus has about 4M): make_corpus.py's corpus (BASE)
+plus the English manuals, dictionaries and man pages of about fifty Debian packages that
+experiments/make_corpus_large.sh unpacks into PACKAGES/<package>/ with `apt-get download` and `dpkg-deb -x`.
 
     experiments/make_corpus_large.py BASE PACKAGES OUT_DIR [--heldout-permille 30] [--test-sources jargon gnu-standards]
 
 Writes OUT_DIR/train.jsonl, OUT_DIR/heldout.jsonl ({"text", "source"} per line, one document each,
 as make_corpus.py does) and OUT_DIR/manifest.json (per source: documents and bytes kept, dropped).
-  - The test sources' documents (experiments/experiment_real_data.py --test-sources) all go to heldout.jsonl,
+  - The test sources' documents (scripts/corpus_split.py --test-sources) all go to heldout.jsonl,
     none to train.jsonl, and no training paragraph shares a run of 13 words with them
     (corpus_decontaminate.py).
   - A paragraph that an earlier document (of any source or split) already had is dropped, and so is a

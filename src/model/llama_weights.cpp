@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "linear_ard/model/memory_fit.h"  // defines: memory_fit_check, model_config_sizes_text
-#include "linear_ard/model/weights_group.h"  // defines: weights_group_pack
+#include "linear_ard/model/weights_pack.h"  // defines: weights_group_pack
 
 namespace linear_ard::model {
 namespace {
@@ -52,6 +52,9 @@ void llama_expected_tensors_each(const ModelConfig& c, const std::function<bool(
     };
     for (const ExpectedTensor& e : layer)
       if (!visit(e)) return;
+    if (!model_config_qk_norm(c)) continue;
+    for (const char* norm : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"})
+      if (!visit({p + norm, {d}, true})) return;
   }
 }
 

@@ -1,6 +1,6 @@
 // RestoreConfig: every setting of `linear-ard restore` (and `linear-ard pretrain`), read from YAML
 // plus `key=value` overrides, validated with errors naming the key, and written back (defaults
-// filled in) as resolved YAML. One field table in restore_config.cpp defines each key once: its
+// filled in) as resolved YAML. One field table in restore_config_fields.cpp defines each key once: its
 // parser, its YAML emitter, the unknown-key errors and the docs' key list (restore_config_keys).
 #pragma once
 
@@ -125,6 +125,7 @@ struct RestoreConfig {
   bool overwrite = false;
   int64_t eval_every = 0;
   int64_t log_every = 1;
+  bool tensorboard = true;           // OUT/tensorboard/ events from metrics.jsonl (the CLI's follower)
   int64_t checkpoint_every = 0;
   bool resume = false;
   int64_t stop_after_step = 0;
