@@ -51,6 +51,15 @@ namespace cuda {
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels' building blocks
 
+// Zeroes N mma C fragments (an accumulator before its first k-step).
+template <int N>
+__device__ __forceinline__ void zero_frags(float (&c)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[i][e] = 0.f;
+}
+
 // A warp's ldmatrix addresses (elements) in a row-major tile of pitch P, for the mma.sync GEMMs of
 // both backwards (the column-parallel kernel: its own tile = Y, the streamed tile = X; the
 // row-parallel one the other way round).

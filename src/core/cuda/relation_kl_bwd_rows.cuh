@@ -4,7 +4,7 @@
 // self-relation has already stored dY into dx; this pass adds dX to it.
 #pragma once
 
-#include "relation_kl_bwd_common.cuh"  // defines: bwd_rows_launch, BwdMmaOffsets, bwd_mma_logits, bwd_mma_grad
+#include "relation_kl_bwd_common.cuh"  // defines: bwd_rows_launch, BwdMmaOffsets, bwd_mma_logits, bwd_mma_grad, zero_frags
 #include "relation_kl_common.cuh"       // defines: TileLoader, cta_place, side_ptrs, ex2, single_key_rows
 
 namespace linear_ard {
@@ -137,6 +137,27 @@ struct BwdRowsCta {
       sVis[stage * BN + k] = key < n && (kmask == nullptr || kmask[key]);
     }
   }
+  // Issues the CTA's X rows and key tile 0 (one cp.async group).
+  __device__ __forceinline__ void begin(const RelationKLParams& p, bool vec_s, bool vec_t) const {
+    load_rows(p, vec_s, vec_t);
+    if (ntiles > 0) load_keys(p, 0, 0, vec_s, vec_t);
+    cp_async_commit();
+  }
+  // Key tile kt (issued one iteration ago; at kt = 0 with the X rows) becomes visible: fence() runs
+  // between the wait and the barrier (the wgmma kernel's proxy fence: cp.async writes through the
+  // generic proxy, wgmma reads through the async one). Past the barrier every warp is done with
+  // tile kt - 1, so its stage takes tile kt + 1.
+  template <typename Fence>
+  __device__ __forceinline__ void next_tile(const RelationKLParams& p, int kt, bool vec_s, bool vec_t,
+                                            Fence&& fence) const {
+    cp_async_wait<0>();
+    fence();
+    __syncthreads();
+    if (kt + 1 < ntiles) {
+      load_keys(p, kt + 1, (kt & 1) ^ 1, vec_s, vec_t);
+      cp_async_commit();
+    }
+  }
   // Whether key tile kt needs the per-element mask for the warp whose first row is warp_row0: a key
   // mask, keys past n, or (causal) a key after that row.
   __device__ __forceinline__ bool masked(bool causal, int kt, int64_t warp_row0) const {
@@ -178,9 +199,7 @@ __global__ void __launch_bounds__(BwdRowsTile<D>::kThreads, 1)
   constexpr int BN = Tile::kKeys, P = Cta::kPitch, RT = BN / 8, DT = D / 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const Cta c(p, smem_raw);
-  c.load_rows(p, vec_s, vec_t);
-  if (c.ntiles > 0) c.load_keys(p, 0, 0, vec_s, vec_t);
-  cp_async_commit();
+  c.begin(p, vec_s, vec_t);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tq = lane % 4;
   const int64_t warp_row0 = c.i0 + warp * 16, row_lo = warp_row0 + lane / 4;  // rows row_lo, row_lo + 8
@@ -188,21 +207,10 @@ __global__ void __launch_bounds__(BwdRowsTile<D>::kThreads, 1)
   const BwdMmaOffsets<P> off(warp, lane);  // A = X rows, B = the stage's keys
 
   float dx[DT][4];
-#pragma unroll
-  for (int i = 0; i < DT; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
-
+  zero_frags(dx);
   for (int kt = 0; kt < c.ntiles; ++kt) {
     const int stage = kt & 1;
-    // Tile kt (issued one iteration ago) becomes visible; past the barrier every warp is done with
-    // tile kt - 1, so its stage can take tile kt + 1.
-    cp_async_wait<0>();
-    __syncthreads();
-    if (kt + 1 < c.ntiles) {
-      c.load_keys(p, kt + 1, stage ^ 1, vec_s, vec_t);
-      cp_async_commit();
-    }
+    c.next_tile(p, kt, vec_s, vec_t, [] {});
     const T* sYs = c.sY + stage * 2 * BN * P;
     const T* sYt = sYs + BN * P;
     const uint8_t* vis = c.sVis + stage * BN;

@@ -8,8 +8,8 @@
 // self-relation has already stored dY into dx.
 #pragma once
 
-#include "relation_kl_bwd_common.cuh"  // defines: bwd_rows_launch
-#include "relation_kl_bwd_rows.cuh"    // defines: BwdRowsCta, BwdRowsStats, bwd_rows_dz, bwd_rows_store
+#include "relation_kl_bwd_common.cuh"  // defines: bwd_rows_launch, zero_frags
+#include "relation_kl_bwd_rows.cuh"    // defines: BwdRowsCta (begin, next_tile), BwdRowsStats, bwd_rows_dz, bwd_rows_store
 #include "relation_kl_sm90.cuh"        // defines: cm_desc, cm_desc_mn, wgmma_*, fence_proxy_async
 
 namespace linear_ard {
@@ -47,9 +47,7 @@ __global__ void __launch_bounds__(BwdRowsWgmmaTile<D>::kThreads, 1)
   constexpr int BN = BwdRowsWgmmaTile<D>::kKeys, KS = D / 16, RT = BN / 8, DT = D / 8;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Cta c(p, smem_raw);
-  c.load_rows(p, vec_s, vec_t);
-  if (c.ntiles > 0) c.load_keys(p, 0, 0, vec_s, vec_t);
-  cp_async_commit();
+  c.begin(p, vec_s, vec_t);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tq = lane % 4, wg = warp / 4;
   const int64_t warp_row0 = c.i0 + warp * 16;        // = i0 + 64 wg + 16 (warp % 4)
@@ -59,23 +57,12 @@ __global__ void __launch_bounds__(BwdRowsWgmmaTile<D>::kThreads, 1)
   const T* sXt = c.sXt + wg * 64 * D;
 
   float dx[DT][4];
-#pragma unroll
-  for (int i = 0; i < DT; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dx[i][e] = 0.f;
-
+  zero_frags(dx);
   for (int kt = 0; kt < c.ntiles; ++kt) {
     const int stage = kt & 1;
-    // Tile kt's loads (and, at kt = 0, the X tiles) become visible to this thread's wgmma (cp.async
-    // writes through the generic proxy: fence before the barrier); past the barrier every warp is
-    // done with tile kt - 1 (its wgmma waited for), so its stage can take tile kt + 1.
-    cp_async_wait<0>();
-    fence_proxy_async();
-    __syncthreads();
-    if (kt + 1 < c.ntiles) {
-      c.load_keys(p, kt + 1, stage ^ 1, vec_s, vec_t);
-      cp_async_commit();
-    }
+    // Tile kt's loads (and, at kt = 0, the X tiles) become visible to this thread's wgmma; every
+    // warp's wgmma of tile kt - 1 was waited for, so its stage can take tile kt + 1.
+    c.next_tile(p, kt, vec_s, vec_t, [] { fence_proxy_async(); });
     const T* sYs = c.sY + stage * 2 * BN * D;
     const T* sYt = sYs + BN * D;
     const uint8_t* vis = c.sVis + stage * BN;

@@ -166,8 +166,10 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   // memory by stats_store at the end of the iteration, so their latency hides behind the whole
   // iteration (nothing reads the loaded values before then). Rows past n or with no visible key
   // get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
-  // Rows that see a single key get g = 0 (bwd_single_key_rows): their exact gradient is 0.
-  const SingleKeyRows& single = bwd_single_key_rows<BM>(kmask, n);
+  // Rows that see a single key get g = 0: their exact gradient is 0. Every thread finds them itself
+  // (a warp's search, held in registers): the shared-memory copy of the mma.sync kernel
+  // (bwd_single_key_rows) cost this kernel 28 registers (227 -> 255 at D = 128, ptxas), this 4.
+  const SingleKeyRows single = single_key_rows(kmask, n);
   auto load_rows = [&](BwdPos q, int stage) {
     load_x(b, q.h, q.i0, stage, sX);
     BwdRowRaw st{-INFINITY, 0.f, 0.f};
