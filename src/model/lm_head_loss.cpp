@@ -5,6 +5,7 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace linear_ard::model {
@@ -85,10 +86,14 @@ ChunkedCe chunked_ce(const at::Tensor& hidden, const at::Tensor& weight, const a
 // backward scales them by the upstream gradient. Outputs: loss, and CE (not differentiable).
 class LmHeadCrossEntropy : public torch::autograd::Function<LmHeadCrossEntropy> {
  public:
+  // bias as an optional: autograd's Function records every tensor argument as a variable, and an
+  // undefined one (no bias) has no device to record.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
-                               const at::Tensor& bias, const at::Tensor& targets, const at::Tensor& coef,
-                               int64_t chunk, bool grad_hidden, bool grad_weight, bool grad_bias) {
-    ChunkedCe r = chunked_ce(hidden, weight, bias, targets, coef, chunk, grad_hidden, grad_weight, grad_bias);
+                               const std::optional<at::Tensor>& bias, const at::Tensor& targets,
+                               const at::Tensor& coef, int64_t chunk, bool grad_hidden, bool grad_weight,
+                               bool grad_bias) {
+    ChunkedCe r = chunked_ce(hidden, weight, bias.value_or(at::Tensor()), targets, coef, chunk, grad_hidden,
+                             grad_weight, grad_bias);
     ctx->saved_data["d_hidden"] = r.d_hidden;
     ctx->saved_data["d_weight"] = r.d_weight;
     ctx->saved_data["d_bias"] = r.d_bias;
@@ -151,7 +156,8 @@ LmHeadLoss lm_head_cross_entropy(const torch::Tensor& hidden, const torch::Tenso
     return out;
   }
   const variable_list r =
-      LmHeadCrossEntropy::apply(h, weight, bias, t, coef, chunk, grad_hidden, grad_weight, grad_bias);
+      LmHeadCrossEntropy::apply(h, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt, t, coef,
+                                chunk, grad_hidden, grad_weight, grad_bias);
   out.loss = r[0];
   out.token_ce = r[1];
   return out;
