@@ -3,8 +3,10 @@
 One causal bf16 self-relation, B=1, H=32, d=128 (the shape of benchmarks/authors/README.md), all in one process:
 forward, backward and forward+backward time (CUDA events, median after warm-up), useful TFLOP/s
 (12*d FLOPs per visible logit: 2 GEMMs forward, 4 backward), peak extra memory
-(torch.cuda.max_memory_allocated over the inputs), and the ratios. Then the memory-vs-n curve up
-to n = 256K and the three relations of a LLaMA-3-8B final layer (Q: 32 heads, K/V: 8, d = 128).
+(torch.cuda.max_memory_allocated over the inputs), and the ratios; beside them the deterministic
+backward (deterministic=True: the same bits every run) and its cost over the default. Then the
+memory-vs-n curve up to n = 256K and the three relations of a LLaMA-3-8B final layer (Q: 32 heads,
+K/V: 8, d = 128), default and deterministic.
 
     LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 benchmarks/bench_relation_kl_gpu.py \
         [--out DIR] [--quick | --sizes 4096,8192,16384]
@@ -64,24 +66,24 @@ def inputs(n, heads=H, seed=0):
     return xs, xt
 
 
-def ours_fns(xs, xt):
+def ours_fns(xs, xt, deterministic=False):
     relation_kl = torch.ops.linear_ard.relation_kl
     relation_kl_backward = torch.ops.linear_ard.relation_kl_backward
     s = 1 / math.sqrt(D)
     xs_leaf = xs.detach().requires_grad_()
 
     def fwd():
-        return relation_kl(xs, None, xt, None, None, True, s, s)
+        return relation_kl(xs, None, xt, None, None, True, s, s, deterministic)
 
     kl, lse_s, lse_t = fwd()
     grad = torch.ones_like(kl)
 
     def bwd():
-        return relation_kl_backward(grad, xs, None, xt, None, lse_s, lse_t, None, True, s, s)
+        return relation_kl_backward(grad, xs, None, xt, None, lse_s, lse_t, None, True, s, s, deterministic)
 
     def fwd_bwd():
         xs_leaf.grad = None
-        relation_kl(xs_leaf, None, xt, None, None, True, s, s)[0].sum().backward()
+        relation_kl(xs_leaf, None, xt, None, None, True, s, s, deterministic)[0].sum().backward()
 
     return fwd, bwd, fwd_bwd
 
@@ -168,14 +170,17 @@ def main():
     if args.sizes:
         sizes = [int(v) for v in args.sizes.split(",")]
     print("| n | ours fwd ms (share) | ours bwd ms (share) | ours fwd+bwd ms | useful TFLOP/s | ours peak GiB "
-          "| naive ms (peak GiB) | SDPA fwd+bwd ms | ours/SDPA | naive/ours |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| naive ms (peak GiB) | SDPA fwd+bwd ms | ours/SDPA | naive/ours "
+          "| deterministic bwd ms | deterministic fwd+bwd ms (x default) | deterministic/SDPA |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         xs, xt = inputs(n)
         reps = 10 if n <= 8192 else 5
         fwd, bwd, fwd_bwd = ours_fns(xs, xt)
         t_f, t_b, t_fb = time_ms(fwd, reps), time_ms(bwd, reps), time_ms(fwd_bwd, reps)
         mem = peak_extra_gib(fwd_bwd)
+        _, det_bwd, det_fwd_bwd = ours_fns(xs, xt, deterministic=True)
+        t_db, t_dfb = time_ms(det_bwd, reps), time_ms(det_fwd_bwd, reps)
         t_sdpa = time_ms(sdpa_fwd_bwd(xs), reps)
         naive_ms, naive_mem = None, None
         try:
@@ -187,14 +192,14 @@ def main():
             pass
         torch.cuda.empty_cache()
         row = dict(n=n, fwd_ms=t_f, bwd_ms=t_b, fwd_bwd_ms=t_fb, tflops=useful_tflops(n, H, t_fb), peak_gib=mem,
-                   naive_ms=naive_ms, naive_gib=naive_mem, sdpa_ms=t_sdpa)
+                   naive_ms=naive_ms, naive_gib=naive_mem, sdpa_ms=t_sdpa, det_bwd_ms=t_db, det_fwd_bwd_ms=t_dfb)
         results["rows"].append(row)
         naive = f"{naive_ms:.2f} ({naive_mem:.1f})" if naive_ms else ("-" if args.no_naive else "out of memory")
         ratio = f"{naive_ms / t_fb:.1f}x" if naive_ms else "-"
         share_f = t_f / (t_f + t_b)
         print(f"| {n // 1024}K | {t_f:.3f} ({share_f:.0%}) | {t_b:.3f} ({1 - share_f:.0%}) | {t_fb:.3f} | "
-              f"{row['tflops']:.0f} | {mem:.3f} | {naive} | {t_sdpa:.3f} | {t_fb / t_sdpa:.2f}x | {ratio} |",
-              flush=True)
+              f"{row['tflops']:.0f} | {mem:.3f} | {naive} | {t_sdpa:.3f} | {t_fb / t_sdpa:.2f}x | {ratio} | "
+              f"{t_db:.3f} | {t_dfb:.3f} ({t_dfb / t_fb:.2f}x) | {t_dfb / t_sdpa:.2f}x |", flush=True)
         del xs, xt
 
     if args.sizes:
@@ -217,17 +222,22 @@ def main():
             torch.cuda.empty_cache()
 
     print("\nLLaMA-3-8B final layer, three relations Q/Q (32 heads), K/K and V/V (8 heads), d=128, fwd+bwd:")
-    print("| n | Q/Q ms | K/K ms | V/V ms | total ms |")
-    print("|---|---|---|---|---|")
+    print("| n | Q/Q ms | K/K ms | V/V ms | total ms | deterministic total ms (x default) |")
+    print("|---|---|---|---|---|---|")
     for n in (4096, 8192):
         q_s, q_t = inputs(n, 32, 1)
         k_s, k_t = inputs(n, 8, 2)
         v_s, v_t = inputs(n, 8, 3)
-        fns = [ours_fns(a, b)[2] for a, b in ((q_s, q_t), (k_s, k_t), (v_s, v_t))]
+        pairs = ((q_s, q_t), (k_s, k_t), (v_s, v_t))
+        fns = [ours_fns(a, b)[2] for a, b in pairs]
+        det_fns = [ours_fns(a, b, deterministic=True)[2] for a, b in pairs]
         times = [time_ms(f, 5) for f in fns]
         total = time_ms(lambda: [f() for f in fns], 5)
-        results["llama3_8b"].append(dict(n=n, q_ms=times[0], k_ms=times[1], v_ms=times[2], total_ms=total))
-        print(f"| {n // 1024}K | {times[0]:.2f} | {times[1]:.2f} | {times[2]:.2f} | {total:.2f} |", flush=True)
+        det_total = time_ms(lambda: [f() for f in det_fns], 5)
+        results["llama3_8b"].append(dict(n=n, q_ms=times[0], k_ms=times[1], v_ms=times[2], total_ms=total,
+                                         det_total_ms=det_total))
+        print(f"| {n // 1024}K | {times[0]:.2f} | {times[1]:.2f} | {times[2]:.2f} | {total:.2f} | "
+              f"{det_total:.2f} ({det_total / total:.2f}x) |", flush=True)
 
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench_relation_kl_gpu.json"), "w") as f:

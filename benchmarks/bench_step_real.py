@@ -17,6 +17,11 @@ set and objective:
 
 Each side's first-step loss is printed beside the other's: the two compute the same objective on
 the same block, so they agree to the model dtype's precision (a check that the peer is this step).
+Our LM loss (stage2, cpt_qkv, cpt) runs the LM head chunked with the cross-entropy
+(model/lm_head_loss.h: no [n, vocab] logits), the peer materialises the logits as transformers does
+(bf16, then fp32 for the loss); the table gives our peak memory as a fraction of the peer's, and for
+the long-context LM cases (n >= 16K) the targets: at least 2x the peer's tokens/s and at most 0.7x
+its peak memory (`bench_lm_loss` times the loss alone).
 
 MFU = model FLOPs / (step time x the GPU's dense bf16 peak); model FLOPs per token count the
 matmuls (2 x parameters used, lm_head included where the logits are computed) and causal attention
@@ -242,15 +247,26 @@ def peak_flops(device):
     return next((v for k, v in PEAK_BF16.items() if k in name), None)
 
 
+def lm_target(r):
+    """The long-context LM cases' targets (>= 2x the peer's speed, <= 0.7x its peak memory): met / not met,
+    or "-" for the other cases."""
+    if r["kind"] == "ard" or r["ctx"] < 16384:
+        return "–"
+    speed = r["ours_tok_s"] / r["peer_tok_s"] >= 2.0
+    memory = r["peer_peak"] > 0 and r["ours_peak"] <= 0.7 * r["peer_peak"]
+    return ("met" if speed and memory else "not met") + f" (speed {'ok' if speed else 'no'}, memory {'ok' if memory else 'no'})"
+
+
 def table(rows, device_name):
     lines = [f"Restore step on {device_name}: ours (`linear-ard restore`) beside plain PyTorch (transformers + SDPA, same step)", "",
-             "| case | ctx x batch | ours tok/s | ours MFU | PyTorch tok/s | PyTorch MFU | speed-up | ours peak GiB | PyTorch peak GiB | first loss ours / PyTorch |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| case | ctx x batch | ours tok/s | ours MFU | PyTorch tok/s | PyTorch MFU | speed-up | ours peak GiB | PyTorch peak GiB | memory ours / PyTorch | target (>= 2x, <= 0.7x memory) | first loss ours / PyTorch |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         mfu = lambda x: f"{100 * x:.1f} %" if x is not None else "–"
+        memory = f"{r['ours_peak'] / r['peer_peak']:.2f}x" if r["peer_peak"] else "–"
         lines.append(f"| {r['kind']} | {r['ctx']} x {r['batch']} | {r['ours_tok_s']:,.0f} | {mfu(r['ours_mfu'])} | "
                      f"{r['peer_tok_s']:,.0f} | {mfu(r['peer_mfu'])} | {r['ours_tok_s'] / r['peer_tok_s']:.2f}x | "
-                     f"{r['ours_peak'] / 2**30:.2f} | {r['peer_peak'] / 2**30:.2f} | "
+                     f"{r['ours_peak'] / 2**30:.2f} | {r['peer_peak'] / 2**30:.2f} | {memory} | {lm_target(r)} | "
                      f"{r['ours_loss']:.5g} / {r['peer_loss']:.5g} |")
     return "\n".join(lines)
 

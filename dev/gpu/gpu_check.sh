@@ -17,8 +17,9 @@
 #   dev/gpu/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
 #   dev/gpu/gpu_check.sh --step-bench     the real model's restore step (SmolLM2-135M from
 #                                   dev/gpu/device_model.sh): stage 1, stage 2 and CPT, ours beside
-#                                   plain PyTorch (benchmarks/bench_step_real.py), with our profiles
-#                                   and the teacher-overlap check (tests/gpu/check_teacher_overlap.py)
+#                                   plain PyTorch (benchmarks/bench_step_real.py), with our profiles,
+#                                   the LM loss alone (benchmarks/bench_lm_loss) and the
+#                                   teacher-overlap check (tests/gpu/check_teacher_overlap.py)
 #   dev/gpu/gpu_check.sh --operator the relation-KL operator alone (builds only its two targets):
 #                                   the harness's check (fp64 reference on every kernel path, the
 #                                   non-finite rule, exact zero gradient of single-key rows,
@@ -26,6 +27,13 @@
 #                                   fp32 KL on peaked self-relations; NaN through the op and
 #                                   relation_loss), the harness's 4K/8K speed table (default and
 #                                   mma.sync kernels) and the 4K/8K/16K benchmark
+#   dev/gpu/gpu_check.sh --deterministic  the deterministic backward (builds only the operator's two
+#                                   targets): the harness's check with every path's default and
+#                                   deterministic backward against the fp64 reference, two
+#                                   deterministic backwards bitwise equal, exact zero rows; the torch
+#                                   checks (2x rule on both backwards, bitwise); then its cost beside
+#                                   the default backward at the 7B head's and SmolLM2's shapes
+#                                   (benchmarks/bench_relation_kl_deterministic.py), a table last
 #   PREBUILT=.devbin dev/gpu/gpu_check.sh ...  use binaries packed by dev/gpu/prebuilt_pack.sh on the
 #                                   CI-like machine (carried) instead of building here
 set -uo pipefail
@@ -45,10 +53,11 @@ step() { summary+=("$(printf '%-34s %s' "$1" "$([[ $2 -eq 0 ]] && echo ok || ech
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$out/gpu.txt"
 source dev/gpu/gpu_binaries.sh  # defines: gpu_binaries (PREBUILT=DIR: carried binaries, no build)
-if [[ "${1:-}" == "--operator" || "${1:-}" == "--dev" ]]; then
+if [[ "${1:-}" == "--operator" || "${1:-}" == "--dev" || "${1:-}" == "--deterministic" ]]; then
   LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops || exit 1
 else
-  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops model_dump fused_kernels_check linear_ard_cli bench_restore_gpu || exit 1
+  LOG_DIR="$out" gpu_binaries linear_ard_ops relation_kl_ops model_dump fused_kernels_check linear_ard_cli bench_restore_gpu \
+    bench_lm_loss || exit 1
 fi
 
 export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
@@ -74,6 +83,11 @@ restore_bench() {
 # by dev/gpu/device_model_pack.sh) with random weights, which time the same, with no GGUF transfer.
 step_bench() {
   local model weights=()
+  # The LM loss of stage 2 / CPT alone at 32K (SmolLM2's head): chunked beside unfused.
+  if [[ -x "$build/benchmarks/bench_lm_loss" ]]; then
+    "$build/benchmarks/bench_lm_loss" 2>&1 | tee "$out/bench_lm_loss.log" | tail -4
+    step "LM loss alone (chunked vs unfused)" "${PIPESTATUS[0]}"
+  fi
   if [[ "${STEP_BENCH_WEIGHTS:-}" == random ]]; then
     model="$root/.devmodel/config" weights=(--random-weights)
   else
@@ -158,6 +172,29 @@ if [[ "${1:-}" == "--operator" ]]; then
   step "benchmark 4K/8K/16K" "${PIPESTATUS[0]}"
   printf '\n%s\n' "GPU checks of the operator ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1))"
   printf '%s\n' "${summary[@]}"
+  exit $status
+fi
+if [[ "${1:-}" == "--deterministic" ]]; then
+  "${ops[@]}" --mode test --kernels default,mma,simt,default-det,mma-det,simt-det >"$out/check_reference.log" 2>&1
+  step "CUDA vs fp64, default + deterministic" $?
+  grep "^FAIL" "$out/check_reference.log" | head -20
+  grep "^determinism" "$out/check_reference.log"
+  tail -7 "$out/check_reference.log"
+  python3 tests/gpu/check_relation_kl_torch.py >"$out/check_torch.log" 2>&1
+  step "torch op: 2x rule both, bitwise, zeros" $?
+  grep "^FAIL" "$out/check_torch.log" | head -20
+  tail -7 "$out/check_torch.log"
+  "${ops[@]}" --mode perf --kernels default,default-det --sizes 4096,8192 >"$out/perf.log" 2>&1
+  step "harness speed 4K/8K, default + det" $?
+  tail -5 "$out/perf.log"
+  python3 benchmarks/bench_relation_kl_deterministic.py --json "$out/bench_deterministic.json" \
+    >"$out/bench_deterministic.log" 2>&1
+  step "deterministic bwd: cost, bitwise" $?
+  printf '\n%s\n' "GPU checks of the deterministic backward ($(head -2 "$out/gpu.txt" | tail -1 | cut -d, -f1), $(date -u +%F))"
+  printf '%s\n' "${summary[@]}"
+  echo
+  sed -n '/^| shape /,$p' "$out/bench_deterministic.log"
+  grep -v "^|" "$out/bench_deterministic.log" | tail -3
   exit $status
 fi
 "${ops[@]}" --mode test 2>&1 | tee "$out/check_reference.log" | grep -v "^ok"

@@ -14,6 +14,7 @@ def relation_kl(
     causal: bool = False,
     scale_s: Optional[float] = None,
     scale_t: Optional[float] = None,
+    deterministic: bool = False,
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-row KL(R_t || R_s) between teacher and student relation distributions.
 
@@ -38,6 +39,9 @@ def relation_kl(
         key_mask: [B, n] bool, True = visible key; None = every key visible.
         causal: also hide keys after the query.
         scale_s, scale_t: logit scales, default 1/sqrt(d) of each model; finite and > 0.
+        deterministic: the backward gives the same gradient bits on every run of the same inputs on
+            the same device (on CUDA it then computes dY and dX in two passes without atomics, at
+            extra cost; the forward, the fp32 path and the CPU are deterministic either way).
 
     Returns:
         (kl, lse_s, lse_t), each [B, H, n] float32 (float64 for float64 inputs): the per-row KL and each model's row
@@ -48,5 +52,5 @@ def relation_kl(
         RuntimeError naming the offending argument on bad shapes, dtypes, devices or scales.
     """
     return torch.ops.linear_ard.relation_kl(
-        x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t
+        x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t, deterministic
     )

@@ -15,6 +15,7 @@ def relation_loss(
     lambda_q: float = 1.0,
     lambda_k: float = 1.0,
     lambda_v: float = 1.0,
+    deterministic: bool = False,
 ) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
     """The paper's overall loss: sum over r in {Q, K, V} of lambda_r * L_KL(R_t^r, R_s^r).
 
@@ -30,6 +31,7 @@ def relation_loss(
         key_mask: [B, n] bool, True = real token; None = no padding.
         causal: hide keys after the query (decoder relations).
         lambda_q, lambda_k, lambda_v: weights >= 0; a relation weighted 0 is not computed.
+        deterministic: the backward gives the same bits on every run (see :func:`relation_kl`).
 
     Returns:
         (loss, per_relation): loss is a scalar (float32; float64 for float64 inputs), differentiable in the student tensors;
@@ -40,7 +42,7 @@ def relation_loss(
         raise ValueError("relation_loss: student and teacher must each be (q, k, v)")
     lambdas = (lambda_q, lambda_k, lambda_v)
     loss, relation_losses = torch.ops.linear_ard.relation_loss(
-        *student, *teacher, key_mask, causal, *lambdas
+        *student, *teacher, key_mask, causal, *lambdas, deterministic
     )
     per_relation = {
         name: relation_losses[r] for r, name in enumerate(_RELATIONS) if lambdas[r] != 0.0

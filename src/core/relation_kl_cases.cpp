@@ -217,6 +217,23 @@ std::vector<RelationKLSingleKeyCase> relation_kl_single_key_cases() {
     s.self_relation = false, s.heads = 4, s.heads_y_student = 1, s.heads_y_teacher = 2, s.seq_len = 300;
     cases.push_back({"causal, GQA cross relation, n = 300", s, -1});
   }
+  // The other kernel families' buckets: d = 64 (sm_90a: TMA), 80 (the 96 bucket: wgmma without TMA),
+  // 256 (mma.sync everywhere), over several CTAs.
+  {
+    RelationKLProblemSpec s = base;
+    s.dim_student = s.dim_teacher = 64, s.seq_len = 300;
+    cases.push_back({"causal: row 0, d = 64, n = 300", s, -1});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.dim_student = s.dim_teacher = 80, s.seq_len = 200, s.mask = KeyMaskKind::kLeading;
+    cases.push_back({"causal, leading padding, d = 80, n = 200", s, -1});
+  }
+  {
+    RelationKLProblemSpec s = base;
+    s.dim_student = s.dim_teacher = 256;
+    cases.push_back({"causal: row 0, d = 256", s, -1});
+  }
   return cases;
 }
 

@@ -21,12 +21,13 @@ class RelationKLFunction : public torch::autograd::Function<RelationKLFunction> 
                                const std::optional<at::Tensor>& y_s, const at::Tensor& x_t,
                                const std::optional<at::Tensor>& y_t,
                                const std::optional<at::Tensor>& key_mask, bool causal,
-                               std::optional<double> scale_s, std::optional<double> scale_t) {
+                               std::optional<double> scale_s, std::optional<double> scale_t,
+                               bool deterministic) {
     at::Tensor kl, lse_s, lse_t;
     {
       const at::AutoDispatchBelowADInplaceOrView below_autograd;
       std::tie(kl, lse_s, lse_t) =
-          relation_kl(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
+          relation_kl(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t, deterministic);
     }
     // The backward recomputes both relations from the inputs; the LSEs make that one pass.
     ctx->save_for_backward({x_s, y_s.value_or(at::Tensor()), x_t, y_t.value_or(at::Tensor()),
@@ -34,6 +35,7 @@ class RelationKLFunction : public torch::autograd::Function<RelationKLFunction> 
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["scale_s"] = scale_s;
     ctx->saved_data["scale_t"] = scale_t;
+    ctx->saved_data["deterministic"] = deterministic;
     // The LSEs are statistics for the backward, not losses: no gradient flows through them.
     ctx->mark_non_differentiable({lse_s, lse_t});
     return {kl, lse_s, lse_t};
@@ -41,7 +43,7 @@ class RelationKLFunction : public torch::autograd::Function<RelationKLFunction> 
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     // One gradient slot per forward argument; only x_s and y_s receive one.
-    variable_list grads(8);
+    variable_list grads(9);
     const at::Tensor& grad_kl = grad_outputs[0];
     if (!grad_kl.defined()) return grads;
     const variable_list saved = ctx->get_saved_variables();
@@ -49,7 +51,7 @@ class RelationKLFunction : public torch::autograd::Function<RelationKLFunction> 
         grad_kl, saved[0], defined_or_none(saved[1]), saved[2], defined_or_none(saved[3]),
         saved[5], saved[6], defined_or_none(saved[4]), ctx->saved_data["causal"].toBool(),
         ctx->saved_data["scale_s"].toOptional<double>(),
-        ctx->saved_data["scale_t"].toOptional<double>());
+        ctx->saved_data["scale_t"].toOptional<double>(), ctx->saved_data["deterministic"].toBool());
     grads[0] = student_grads[0];
     if (student_grads.size() > 1) grads[1] = student_grads[1];
     return grads;
@@ -59,9 +61,9 @@ class RelationKLFunction : public torch::autograd::Function<RelationKLFunction> 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> relation_kl_autograd_kernel(
     const at::Tensor& x_s, const std::optional<at::Tensor>& y_s, const at::Tensor& x_t,
     const std::optional<at::Tensor>& y_t, const std::optional<at::Tensor>& key_mask, bool causal,
-    std::optional<double> scale_s, std::optional<double> scale_t) {
+    std::optional<double> scale_s, std::optional<double> scale_t, bool deterministic) {
   const variable_list outputs =
-      RelationKLFunction::apply(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
+      RelationKLFunction::apply(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t, deterministic);
   return {outputs[0], outputs[1], outputs[2]};
 }
 

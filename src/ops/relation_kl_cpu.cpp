@@ -9,7 +9,7 @@ namespace {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> relation_kl_cpu_kernel(
     const at::Tensor& x_s, const std::optional<at::Tensor>& y_s, const at::Tensor& x_t,
     const std::optional<at::Tensor>& y_t, const std::optional<at::Tensor>& key_mask, bool causal,
-    std::optional<double> scale_s, std::optional<double> scale_t) {
+    std::optional<double> scale_s, std::optional<double> scale_t, bool /*deterministic: the forward always is*/) {
   const RelationKLInputs in =
       relation_kl_inputs_make(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
   const RelationKLForward fwd = relation_kl_forward_prepare(in);
@@ -21,10 +21,10 @@ std::vector<at::Tensor> relation_kl_backward_cpu_kernel(
     const at::Tensor& grad_kl, const at::Tensor& x_s, const std::optional<at::Tensor>& y_s,
     const at::Tensor& x_t, const std::optional<at::Tensor>& y_t, const at::Tensor& lse_s,
     const at::Tensor& lse_t, const std::optional<at::Tensor>& key_mask, bool causal,
-    std::optional<double> scale_s, std::optional<double> scale_t) {
+    std::optional<double> scale_s, std::optional<double> scale_t, bool deterministic) {
   const RelationKLInputs in =
       relation_kl_inputs_make(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
-  const RelationKLBackward bwd = relation_kl_backward_prepare(in, grad_kl, lse_s, lse_t);
+  const RelationKLBackward bwd = relation_kl_backward_prepare(in, grad_kl, lse_s, lse_t, deterministic);
   relation_kl_core_run(&relation_kl_backward_cpu, bwd.params);
   return relation_kl_backward_results(in, bwd);
 }

@@ -15,7 +15,7 @@ void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 std::tuple<at::Tensor, at::Tensor, at::Tensor> relation_kl_cuda_kernel(
     const at::Tensor& x_s, const std::optional<at::Tensor>& y_s, const at::Tensor& x_t,
     const std::optional<at::Tensor>& y_t, const std::optional<at::Tensor>& key_mask, bool causal,
-    std::optional<double> scale_s, std::optional<double> scale_t) {
+    std::optional<double> scale_s, std::optional<double> scale_t, bool /*deterministic: the forward always is*/) {
   const RelationKLInputs in =
       relation_kl_inputs_make(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
   // Allocation and the launch go to x_s's GPU, whichever GPU is current.
@@ -30,11 +30,11 @@ std::vector<at::Tensor> relation_kl_backward_cuda_kernel(
     const at::Tensor& grad_kl, const at::Tensor& x_s, const std::optional<at::Tensor>& y_s,
     const at::Tensor& x_t, const std::optional<at::Tensor>& y_t, const at::Tensor& lse_s,
     const at::Tensor& lse_t, const std::optional<at::Tensor>& key_mask, bool causal,
-    std::optional<double> scale_s, std::optional<double> scale_t) {
+    std::optional<double> scale_s, std::optional<double> scale_t, bool deterministic) {
   const RelationKLInputs in =
       relation_kl_inputs_make(x_s, y_s, x_t, y_t, key_mask, causal, scale_s, scale_t);
   const c10::cuda::CUDAGuard device_guard(in.x_s.device());
-  RelationKLBackward bwd = relation_kl_backward_prepare(in, grad_kl, lse_s, lse_t);
+  RelationKLBackward bwd = relation_kl_backward_prepare(in, grad_kl, lse_s, lse_t, deterministic);
   bwd.params.stream = current_stream();
   relation_kl_core_run(&relation_kl_backward_cuda, bwd.params);
   return relation_kl_backward_results(in, bwd);

@@ -214,7 +214,8 @@ RelationKLForward relation_kl_forward_prepare(const RelationKLInputs& in) {
 }
 
 RelationKLBackward relation_kl_backward_prepare(const RelationKLInputs& in, const at::Tensor& grad_kl,
-                                               const at::Tensor& lse_s, const at::Tensor& lse_t) {
+                                               const at::Tensor& lse_s, const at::Tensor& lse_t,
+                                               bool deterministic) {
   check_row_tensor(grad_kl, "grad_kl", in);
   check_row_tensor(lse_s, "lse_s", in);
   check_row_tensor(lse_t, "lse_t", in);
@@ -241,6 +242,7 @@ RelationKLBackward relation_kl_backward_prepare(const RelationKLInputs& in, cons
   bwd.params.lse_teacher = output_pointer(bwd.lse_t);
   bwd.params.dx = output_pointer(bwd.dx);
   bwd.params.dy = in.student_self ? nullptr : output_pointer(bwd.dy);
+  bwd.params.deterministic = deterministic;
   return bwd;
 }
 

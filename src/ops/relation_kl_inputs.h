@@ -55,7 +55,8 @@ struct RelationKLForward {
 RelationKLForward relation_kl_forward_prepare(const RelationKLInputs& in);
 
 // Backward buffers (gradients the core writes; dense copies of grad_kl and the LSEs) and
-// the params that point at them. grad_kl, lse_s and lse_t are checked against the inputs' shape.
+// the params that point at them (deterministic: RelationKLParams::deterministic). grad_kl, lse_s
+// and lse_t are checked against the inputs' shape.
 struct RelationKLBackward {
   at::Tensor grad_kl;
   at::Tensor lse_s;
@@ -65,7 +66,8 @@ struct RelationKLBackward {
   RelationKLParams params;
 };
 RelationKLBackward relation_kl_backward_prepare(const RelationKLInputs& in, const at::Tensor& grad_kl,
-                                               const at::Tensor& lse_s, const at::Tensor& lse_t);
+                                               const at::Tensor& lse_s, const at::Tensor& lse_t,
+                                               bool deterministic = false);
 
 // Runs a core entry point (forward or backward, CPU or CUDA), turning its exceptions into
 // c10::Error.

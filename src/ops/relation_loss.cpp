@@ -29,10 +29,10 @@ constexpr std::array<RelationTerm, 3> kTerms = {{
 // relation_kl names its arguments x_s/x_t; say which relation tensors those were.
 at::Tensor relation_term_mean(const RelationTerm& term, const at::Tensor& student,
                               const at::Tensor& teacher, const std::optional<at::Tensor>& key_mask,
-                              bool causal) {
+                              bool causal, bool deterministic) {
   try {
-    const at::Tensor kl = std::get<0>(
-        relation_kl(student, std::nullopt, teacher, std::nullopt, key_mask, causal));
+    const at::Tensor kl = std::get<0>(relation_kl(student, std::nullopt, teacher, std::nullopt, key_mask, causal,
+                                                  std::nullopt, std::nullopt, deterministic));
     return relation_kl_row_mean(kl, key_mask);
   } catch (const c10::Error& error) {
     TORCH_CHECK(false, "linear_ard::relation_loss: ", term.name, " relation (x_s = ", term.student,
@@ -43,7 +43,7 @@ at::Tensor relation_term_mean(const RelationTerm& term, const at::Tensor& studen
 std::tuple<at::Tensor, at::Tensor> relation_loss_kernel(
     const at::Tensor& q_s, const at::Tensor& k_s, const at::Tensor& v_s, const at::Tensor& q_t,
     const at::Tensor& k_t, const at::Tensor& v_t, const std::optional<at::Tensor>& key_mask,
-    bool causal, double lambda_q, double lambda_k, double lambda_v) {
+    bool causal, double lambda_q, double lambda_k, double lambda_v, bool deterministic) {
   const std::array<const at::Tensor*, 3> students = {&q_s, &k_s, &v_s};
   const std::array<const at::Tensor*, 3> teachers = {&q_t, &k_t, &v_t};
   const std::array<double, 3> lambdas = {lambda_q, lambda_k, lambda_v};
@@ -61,7 +61,7 @@ std::tuple<at::Tensor, at::Tensor> relation_loss_kernel(
       means[r] = at::zeros({}, scalar_options);
       continue;
     }
-    means[r] = relation_term_mean(kTerms[r], *students[r], *teachers[r], key_mask, causal);
+    means[r] = relation_term_mean(kTerms[r], *students[r], *teachers[r], key_mask, causal, deterministic);
     total = total + lambdas[r] * means[r];
   }
   return {total, at::stack(means)};
@@ -85,10 +85,10 @@ RelationLoss relation_loss(const RelationQKV& student, const RelationQKV& teache
           .typed<std::tuple<at::Tensor, at::Tensor>(
               const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
               const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, bool, double,
-              double, double)>();
+              double, double, bool)>();
   auto [total, relation_losses] =
       op.call(student.q, student.k, student.v, teacher.q, teacher.k, teacher.v, options.key_mask,
-              options.causal, options.lambda_q, options.lambda_k, options.lambda_v);
+              options.causal, options.lambda_q, options.lambda_k, options.lambda_v, options.deterministic);
   return {total, relation_losses};
 }
 

@@ -1,7 +1,8 @@
 // restore_objective: relation distillation (+ ablations), LM loss and hidden-state cosine losses.
 #include "linear_ard/train/restore_objective.h"
 
-#include "linear_ard/model/llama_model.h"  // defines: model_forward
+#include "linear_ard/model/llama_model.h"    // defines: model_forward
+#include "linear_ard/model/lm_head_loss.h"  // defines: lm_head_loss
 #include "linear_ard/ops/relation_kl.h"     // defines: relation_kl, relation_kl_row_mean
 #include "linear_ard/train/step_profile.h"   // defines: PhaseScope
 #include "linear_ard/train/teacher_overlap.h"  // defines: TeacherOverlap
@@ -72,7 +73,8 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
       per += loss.relation_losses.detach().to(torch::kDouble);
     }
     if (attention && ctx.loss_options.lambda_q > 0) {
-      const auto kl = std::get<0>(ops::relation_kl(sq.q, sq.k, tq.q, tq.k, rel.key_mask, /*causal=*/true));
+      const auto kl = std::get<0>(ops::relation_kl(sq.q, sq.k, tq.q, tq.k, rel.key_mask, /*causal=*/true,
+                                                   std::nullopt, std::nullopt, rel.deterministic));
       const auto a = ops::relation_kl_row_mean(kl, rel.key_mask).to(torch::kFloat);
       total = total + ctx.loss_options.lambda_q * a;
       attention_sum += a.detach().to(torch::kDouble);
@@ -108,6 +110,7 @@ ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& 
                            const torch::Tensor& weights) {
   model::ForwardOptions options;
   options.recompute_layers = ctx.recompute_layers;
+  options.compute_logits = false;  // the LM head runs inside the chunked loss, never as [B, n, vocab] logits
   model::ModelOutputs s;
   {
     PhaseScope phase("student_forward");
@@ -115,20 +118,17 @@ ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& 
   }
   PhaseScope phase("lm_loss");
   const int64_t n = ids.size(1);
-  const auto logits = s.logits.narrow(1, 0, n - 1).to(torch::kFloat).reshape({-1, s.logits.size(-1)});
-  const auto targets = ids.narrow(1, 1, n - 1).reshape({-1});
-  ObjectiveLoss out;
-  if (!weights.defined()) {
-    out.total = torch::nn::functional::cross_entropy(logits, targets);
-    out.parts["loss_lm"] = out.total.detach().to(torch::kDouble);
-    return out;
+  torch::Tensor w;
+  if (weights.defined()) {
+    TORCH_CHECK(weights.sizes() == ids.sizes(), "objective_lm: weights ", weights.sizes(), " do not match ids ",
+                ids.sizes());
+    w = weights.narrow(1, 1, n - 1);
   }
-  TORCH_CHECK(weights.sizes() == ids.sizes(), "objective_lm: weights ", weights.sizes(), " do not match ids ", ids.sizes());
-  const auto ce = torch::nn::functional::cross_entropy(
-      logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  const auto w = weights.narrow(1, 1, n - 1).reshape({-1}).to(ce.options());
-  out.total = (ce * w).sum() / w.sum();
-  out.parts["loss_lm"] = ce.detach().mean().to(torch::kDouble);
+  const model::LmHeadLoss lm =
+      model::lm_head_loss(*ctx.weights, student, s.last_hidden_state.narrow(1, 0, n - 1), ids.narrow(1, 1, n - 1), w);
+  ObjectiveLoss out;
+  out.total = lm.loss;
+  out.parts["loss_lm"] = lm.token_ce.mean().to(torch::kDouble);
   return out;
 }
 

@@ -89,14 +89,19 @@ std::vector<Runner> runners(const std::string& backend, const std::string& kerne
   std::stringstream list(kernels);
   for (std::string name; std::getline(list, name, ',');) {
     Runner r{name, true};
-    if (name == "default") {
+    const std::string suffix = "-det";
+    r.deterministic =
+        name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const std::string base = r.deterministic ? name.substr(0, name.size() - suffix.size()) : name;
+    if (base == "default") {
       r.kernels = RelationKLCudaKernels::kDefault;
-    } else if (name == "mma") {
+    } else if (base == "mma") {
       r.kernels = RelationKLCudaKernels::kMmaSync;
-    } else if (name == "simt") {
+    } else if (base == "simt") {
       r.kernels = RelationKLCudaKernels::kSimt;
     } else {
-      throw std::invalid_argument("--kernels: unknown kernels " + name + " (expected default, mma or simt)");
+      throw std::invalid_argument("--kernels: unknown kernels " + name +
+                                  " (expected default, mma or simt, each optionally with -det)");
     }
     out.push_back(r);
   }
@@ -130,28 +135,52 @@ bool runner_takes(const Runner& r, RelationKLProblem& problem) {
 
 std::string backward_kernel(const Runner& r, RelationKLProblem& problem) {
 #ifdef LINEAR_ARD_WITH_CUDA
-  if (r.cuda) return relation_kl_backward_cuda_kernel_name(problem.params(), r.kernels);
+  if (r.cuda) {
+    return std::string(relation_kl_backward_cuda_kernel_name(problem.params(), r.kernels)) +
+           (r.deterministic ? "/det" : "");
+  }
 #endif
   (void)problem;
   return r.name;
 }
 
-void run(const Runner& r, RelationKLProblem& problem) {
-  if (!r.cuda) {
-    for (OperatorBuffer* b : {&problem.kl, &problem.lse_student, &problem.lse_teacher, &problem.dx, &problem.dy}) {
-      fill_nan(*b);
+bool run(const Runner& r, RelationKLProblem& problem, int backwards) {
+  // The bits of dx and dy after each backward (fp32 values are exact as doubles).
+  std::vector<double> first;
+  bool same = true;
+  auto record = [&](int k) {
+    std::vector<double> bits = problem.dx.values(), dy = problem.dy.values();
+    bits.insert(bits.end(), dy.begin(), dy.end());
+    if (k == 0) {
+      first = std::move(bits);
+    } else {
+      same = same && bits.size() == first.size() &&
+             std::memcmp(bits.data(), first.data(), bits.size() * sizeof(double)) == 0;
     }
+  };
+  problem.params().deterministic = r.deterministic;
+  if (!r.cuda) {
+    for (OperatorBuffer* b : {&problem.kl, &problem.lse_student, &problem.lse_teacher}) fill_nan(*b);
     relation_kl_forward_cpu(problem.params());
-    relation_kl_backward_cpu(problem.params());
-    return;
+    for (int k = 0; k < backwards; ++k) {
+      fill_nan(problem.dx), fill_nan(problem.dy);
+      relation_kl_backward_cpu(problem.params());
+      record(k);
+    }
+    return same;
   }
 #ifdef LINEAR_ARD_WITH_CUDA
   DeviceProblem dev(problem);
   dev.poison();
   relation_kl_forward_cuda_kernels(dev.params(), r.kernels);
-  relation_kl_backward_cuda_kernels(dev.params(), r.kernels);
-  dev.download(problem);
+  for (int k = 0; k < backwards; ++k) {
+    dev.poison_grads();
+    relation_kl_backward_cuda_kernels(dev.params(), r.kernels);
+    dev.download(problem);
+    record(k);
+  }
 #endif
+  return same;
 }
 
 bool Errors::within_tolerance(DType dtype) const {
@@ -243,6 +272,12 @@ void* DeviceProblem::copy(const void* host, size_t bytes) {
 
 void DeviceProblem::poison() {
   for (auto b : {kl_, lse_s_, lse_t_, dx_, dy_}) {
+    if (b.first) check_cuda(cudaMemset(b.first, 0xff, b.second), "cudaMemset");
+  }
+}
+
+void DeviceProblem::poison_grads() {
+  for (auto b : {dx_, dy_}) {
     if (b.first) check_cuda(cudaMemset(b.first, 0xff, b.second), "cudaMemset");
   }
 }

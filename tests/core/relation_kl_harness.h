@@ -17,17 +17,20 @@
 namespace linear_ard::harness {
 
 // A way to run the operator: "cpu", or on CUDA the kernels "default" (what the library picks),
-// "mma" (the mma.sync kernels) or "simt".
+// "mma" (the mma.sync kernels) or "simt", each also as "<kernels>-det": the deterministic backward
+// (RelationKLParams::deterministic).
 struct Runner {
   std::string name;
   bool cuda = false;
+  bool deterministic = false;
 #ifdef LINEAR_ARD_WITH_CUDA
   RelationKLCudaKernels kernels = RelationKLCudaKernels::kDefault;
 #endif
 };
 
-// The runners of --backend cpu|cuda and a comma-separated list of CUDA kernels; throws
-// std::invalid_argument naming an unknown backend or kernel name.
+// The runners of --backend cpu|cuda and a comma-separated list of CUDA kernels (default, mma, simt,
+// default-det, mma-det, simt-det); throws std::invalid_argument naming an unknown backend or kernel
+// name.
 std::vector<Runner> runners(const std::string& backend, const std::string& kernels);
 
 // Whether the check runs `r` on a case: the CUDA tensor-core runners take 16-bit inputs only
@@ -36,14 +39,16 @@ std::vector<Runner> runners(const std::string& backend, const std::string& kerne
 // n <= 400 (slow and covered).
 bool runner_takes(const Runner& r, RelationKLProblem& problem);
 
-// The backward kernel `r` runs on the problem ("cpu", "wgmma+tma", "wgmma", "mma.sync" or "simt");
-// the forward kernel is chosen alike (relation_kl_forward_cuda_kernel_name), so it names both
-// passes' path.
+// The backward kernel `r` runs on the problem ("cpu", "wgmma+tma", "wgmma", "mma.sync" or "simt",
+// with "/det" for a deterministic runner); the forward kernel is chosen alike
+// (relation_kl_forward_cuda_kernel_name), so it names both passes' path.
 std::string backward_kernel(const Runner& r, RelationKLProblem& problem);
 
 // Forward and backward of the problem on `r`, outputs into the problem's buffers (which are first
-// filled with NaN, so an element the operator forgets fails every comparison).
-void run(const Runner& r, RelationKLProblem& problem);
+// filled with NaN, so an element the operator forgets fails every comparison). `backwards` > 1
+// runs the backward that many times (after one forward, outputs poisoned before each) and returns
+// whether every run gave the same dx and dy bits.
+bool run(const Runner& r, RelationKLProblem& problem, int backwards = 1);
 
 // The check's errors of a run against the reference, and its tolerances by dtype.
 struct Errors {
@@ -65,8 +70,9 @@ class DeviceProblem {
   DeviceProblem& operator=(const DeviceProblem&) = delete;
   ~DeviceProblem();
   RelationKLParams& params() { return p_; }
-  // NaN bytes in every output.
+  // NaN bytes in every output; in dx and dy only (the backward reads the forward's LSEs).
   void poison();
+  void poison_grads();
   // Copies the outputs into the problem's buffers (after a device synchronisation).
   void download(RelationKLProblem& problem) const;
 

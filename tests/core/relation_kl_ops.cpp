@@ -1,14 +1,17 @@
 // relation_kl_ops: the relation-KL operator harness (after llama.cpp's test-backend-ops). One case
 // table (linear_ard/core/relation_kl_cases.h) run on a backend, as a check against the dense fp64
 // reference or as a benchmark:
-//   relation_kl_ops --backend cpu|cuda --mode test [--quick] [--kernels default,mma,simt]
+//   relation_kl_ops --backend cpu|cuda --mode test [--quick] [--kernels default,mma,simt,default-det,mma-det]
 //     the reference cases (every path the kernels list names; "mma" where the device's default
 //     forward/backward is not mma.sync already: on sm_90a with D <= 128 "default" runs the wgmma
-//     kernels), the non-finite rule (NaN/Inf inputs, overflowing logits: NaN
-//     rows, never a finite KL), the exact zero gradient of rows that see a single key, and (CUDA,
-//     without --quick) the run-to-run determinism of the forward. --quick: four small reference
-//     cases (for compute-sanitizer). Exits 1 on any failure; one line per case, a table last.
-//   relation_kl_ops --backend cpu|cuda --mode perf [--sizes 4096,8192] [--kernels default]
+//     kernels; "-det": the deterministic backward), the non-finite rule (NaN/Inf inputs,
+//     overflowing logits: NaN rows, never a finite KL), the exact zero gradient of rows that see a
+//     single key (every path), the bitwise equality of two backward calls (the deterministic
+//     backward on every path, and the CPU's) and (CUDA, without --quick) the run-to-run determinism
+//     of the forward, with the default backward's run-to-run difference. --quick: four small
+//     reference cases (for compute-sanitizer). Exits 1 on any failure; one line per case, a table
+//     last.
+//   relation_kl_ops --backend cpu|cuda --mode perf [--sizes 4096,8192] [--kernels default,default-det]
 //     time and FLOP/s of forward, backward and both on the perf cases (CUDA: B=1, H=32, d=128,
 //     causal bf16, n = 1K..16K, CUDA events, median; CPU: B=1, H=4, d=64, causal fp32, n = 512..4096,
 //     best of 3, with the speed-up over the fp64 reference up to n = 1024).
@@ -45,7 +48,7 @@ int check_reference(const std::vector<Runner>& runners, bool quick, harness::Err
       failures += !ok;
       worst.kl = std::max(worst.kl, e.kl), worst.lse = std::max(worst.lse, e.lse);
       worst.dx = std::max(worst.dx, e.dx), worst.dy = std::max(worst.dy, e.dy);
-      std::printf("%-4s %-9s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL",
+      std::printf("%-4s %-13s %-86s kl %.2e lse %.2e dx %.2e dy %.2e\n", ok ? "ok" : "FAIL",
                   harness::backward_kernel(r, prob).c_str(), relation_kl_describe(spec).c_str(), e.kl, e.lse, e.dx,
                   e.dy);
     }
@@ -131,7 +134,7 @@ int check_nonfinite(const std::vector<Runner>& runners) {
         std::string report;
         const bool ok = nonfinite_ok(c, prob, report);
         failures += !ok;
-        std::printf("%-4s %-9s %-8s %-46s %s\n", ok ? "ok" : "FAIL", harness::backward_kernel(r, prob).c_str(),
+        std::printf("%-4s %-13s %-8s %-46s %s\n", ok ? "ok" : "FAIL", harness::backward_kernel(r, prob).c_str(),
                     dtype_name(dt), c.name, report.c_str());
       }
     }
@@ -139,10 +142,9 @@ int check_nonfinite(const std::vector<Runner>& runners) {
   return failures;
 }
 
-// Rows that see a single key: R_s = R_t = 1, so their gradient is exactly 0 (the CPU's and the SIMT
-// path's are; the tensor-core backward leaves rounding, reported as "open": zeroing those rows per
-// block slowed the bf16 backward by 12 % on an H100, docs/kernel.md). With the upstream gradient 1
-// on those rows and 0 elsewhere, dX and dY must be exactly zero.
+// Rows that see a single key: R_s = R_t = 1, so their gradient is exactly 0 on every path (each
+// backward gives such rows g = 0 where it reads their statistics). With the upstream gradient 1 on
+// those rows and 0 elsewhere, dX and dY must be exactly zero.
 int check_single_key(const std::vector<Runner>& runners) {
   int failures = 0;
   std::printf("\nsingle visible key: upstream gradient 1 on those rows, 0 elsewhere; dX, dY must be exactly 0\n");
@@ -158,37 +160,72 @@ int check_single_key(const std::vector<Runner>& runners) {
         double worst = 0;
         for (double v : prob.dx.values()) worst = std::max(worst, std::fabs(v));
         for (double v : prob.dy.values()) worst = std::max(worst, std::fabs(v));
-        const std::string kernel = harness::backward_kernel(r, prob);
-        const bool required = kernel == "simt" || kernel == "cpu";
         const bool ok = worst == 0.0 && single > 0;
-        failures += required && !ok;
-        std::printf("%-4s %-8s %-8s %-46s %3d rows, max |grad| %.2e\n", ok ? "ok" : (required ? "FAIL" : "open"),
-                    kernel.c_str(), dtype_name(dt), c.name, single, worst);
+        failures += !ok;
+        std::printf("%-4s %-13s %-8s %-52s %3d rows, max |grad| %.2e\n", ok ? "ok" : "FAIL",
+                    harness::backward_kernel(r, prob).c_str(), dtype_name(dt), c.name, single, worst);
       }
     }
   }
   return failures;
 }
 
+// The deterministic backward (each "-det" runner) and the CPU's: two backward calls after one
+// forward give bitwise-equal dX and dY, on one case of each kernel family (sm_90a: TMA for d = 64 and
+// 128, wgmma for d = 80; mma.sync for d = 256 and the "mma" runners; causal and not, GQA cross
+// relation, key mask), each large enough for many CTAs to add into one dX row on the default path.
+// The default CUDA backward is not required to pass (its dX sums through atomics). Returns the
+// number of failures.
+int check_bitwise(const std::vector<Runner>& runners) {
+  std::vector<RelationKLProblemSpec> specs;
+  for (int d : {64, 80, 128, 256}) {
+    RelationKLProblemSpec s;
+    s.dtype = DType::kBF16, s.seq_len = 1029, s.heads = 2, s.heads_y_student = s.heads_y_teacher = 2;
+    s.causal = d != 80, s.dim_student = s.dim_teacher = d, s.student_noise = 0.3, s.seed = uint64_t(d);
+    specs.push_back(s);
+  }
+  {
+    RelationKLProblemSpec s = specs.back();
+    s.dim_student = s.dim_teacher = 128, s.self_relation = false, s.heads = 4, s.heads_y_student = 1;
+    s.mask = KeyMaskKind::kRandom, s.dtype = DType::kF16;
+    specs.push_back(s);
+  }
+  int failures = 0;
+  std::printf("\nbitwise: two backward calls give the same dX and dY bits (deterministic backward, CPU)\n");
+  for (const RelationKLProblemSpec& spec : specs) {
+    RelationKLProblem prob(spec);
+    for (const Runner& r : runners) {
+      if ((r.cuda && !r.deterministic) || !harness::runner_takes(r, prob)) continue;
+      const bool same = harness::run(r, prob, 2);
+      failures += !same;
+      std::printf("%-4s %-13s %s\n", same ? "ok" : "FAIL", harness::backward_kernel(r, prob).c_str(),
+                  relation_kl_describe(spec).c_str());
+    }
+  }
+  return failures;
+}
+
 #ifdef LINEAR_ARD_WITH_CUDA
-// dX arrives through fp32 atomics, so its summation order varies between runs; the forward must be
-// bitwise deterministic. Returns the number of failures (0 or 1).
+// The forward must be bitwise deterministic; the default backward sums dX through fp32 atomics, so
+// its run-to-run difference is reported (the deterministic one's is 0: check_bitwise). Returns the
+// number of failures (0 or 1).
 int check_determinism() {
   RelationKLProblemSpec s;
   s.dtype = DType::kBF16, s.seq_len = 4096, s.heads = 8, s.heads_y_student = s.heads_y_teacher = 8;
   s.causal = true, s.dim_student = s.dim_teacher = 128, s.student_noise = 0.3;
   RelationKLProblem prob(s);
   harness::DeviceProblem dev(prob);
-  auto run = [&] {
+  auto run = [&](bool deterministic) {
+    dev.params().deterministic = deterministic;
     relation_kl_forward_cuda(dev.params());
     relation_kl_backward_cuda(dev.params());
     dev.download(prob);
     return std::make_pair(prob.kl.values(), prob.dx.values());
   };
-  const auto [kl0, dx0] = run();
-  double max_rel = 0, kl_diff = 0, max_abs = 0;
+  const auto [kl0, dx0] = run(false);
+  double max_rel = 0, kl_diff = 0, max_abs = 0, det_diff = 0;
   for (int rep = 0; rep < 5; ++rep) {
-    const auto [kl1, dx1] = run();
+    const auto [kl1, dx1] = run(false);
     for (size_t i = 0; i < kl0.size(); ++i) kl_diff = std::max(kl_diff, std::fabs(kl1[i] - kl0[i]));
     double num = 0, den = 0;
     for (size_t i = 0; i < dx0.size(); ++i) {
@@ -198,10 +235,15 @@ int check_determinism() {
     }
     max_rel = std::max(max_rel, std::sqrt(num / std::max(den, 1e-300)));
   }
-  std::printf("determinism (%s, 6 runs): kl max |diff| %.3e (forward is deterministic); dx run-to-run "
-              "rel L2 %.3e, max elementwise rel %.3e\n",
-              relation_kl_describe(s).c_str(), kl_diff, max_rel, max_abs);
-  return kl_diff != 0.0;
+  const auto [kld, dxd0] = run(true);
+  for (int rep = 0; rep < 2; ++rep) {
+    const auto [kl1, dx1] = run(true);
+    for (size_t i = 0; i < dxd0.size(); ++i) det_diff = std::max(det_diff, std::fabs(dx1[i] - dxd0[i]));
+  }
+  std::printf("determinism (%s, 6 runs): kl max |diff| %.3e (forward is deterministic); default dx run-to-run "
+              "rel L2 %.3e, max elementwise rel %.3e; deterministic dx max |diff| over 3 runs %.3e\n",
+              relation_kl_describe(s).c_str(), kl_diff, max_rel, max_abs, det_diff);
+  return kl_diff != 0.0 || det_diff != 0.0;
 }
 #endif
 
@@ -210,17 +252,18 @@ int mode_test(const std::vector<Runner>& runners, bool cuda, bool quick) {
   const int reference_failures = check_reference(runners, quick, worst);
   const int nonfinite_failures = check_nonfinite(runners);
   const int single_failures = check_single_key(runners);
-  int determinism_failures = 0;
+  int determinism_failures = check_bitwise(runners);
 #ifdef LINEAR_ARD_WITH_CUDA
-  if (cuda && !quick) determinism_failures = check_determinism();
+  if (cuda && !quick) determinism_failures += check_determinism();
 #endif
   (void)cuda;
   const int failures = reference_failures + nonfinite_failures + single_failures + determinism_failures;
   std::printf("worst: kl %.2e lse %.2e dx %.2e dy %.2e; %d failure(s)\n", worst.kl, worst.lse, worst.dx, worst.dy,
               failures);
-  std::printf("\n%-44s %s\n%-44s %d\n%-44s %d\n%-44s %d\n", "section", "failures",
-              "vs fp64 reference (+ determinism)", reference_failures + determinism_failures, "non-finite rule",
-              nonfinite_failures, "single-key rows: exact zero gradient", single_failures);
+  std::printf("\n%-44s %s\n%-44s %d\n%-44s %d\n%-44s %d\n%-44s %d\n", "section", "failures",
+              "vs fp64 reference", reference_failures, "non-finite rule", nonfinite_failures,
+              "single-key rows: exact zero gradient", single_failures, "determinism (bitwise backward)",
+              determinism_failures);
   return failures == 0 ? 0 : 1;
 }
 
@@ -258,7 +301,7 @@ void perf_cpu(const std::vector<RelationKLProblemSpec>& cases) {
 #ifdef LINEAR_ARD_WITH_CUDA
 // CUDA: median of 10 (5 from n = 16K) after 2 warm-up runs, each kernels choice in turn.
 void perf_cuda(const std::vector<Runner>& runners, const std::vector<RelationKLProblemSpec>& cases) {
-  std::printf("%-8s %-9s %-62s | %9s | %9s | %9s | %8s\n", "kernels", "path", "case", "fwd ms", "bwd ms", "f+b ms",
+  std::printf("%-11s %-13s %-62s | %9s | %9s | %9s | %8s\n", "kernels", "path", "case", "fwd ms", "bwd ms", "f+b ms",
               "TFLOP/s");
   for (const RelationKLProblemSpec& s : cases) {
     RelationKLProblem problem(s);
@@ -266,13 +309,14 @@ void perf_cuda(const std::vector<Runner>& runners, const std::vector<RelationKLP
     RelationKLParams& p = dev.params();
     const int reps = s.seq_len <= 8192 ? 10 : 5;
     for (const Runner& r : runners) {
+      p.deterministic = r.deterministic;
       const double fwd = harness::time_ms([&] { relation_kl_forward_cuda_kernels(p, r.kernels); }, reps, 2, true);
       const double bwd = harness::time_ms([&] { relation_kl_backward_cuda_kernels(p, r.kernels); }, reps, 2, true);
       const double both = harness::time_ms([&] {
         relation_kl_forward_cuda_kernels(p, r.kernels);
         relation_kl_backward_cuda_kernels(p, r.kernels);
       }, reps, 2, true);
-      std::printf("%-8s %-9s %-62s | %9.3f | %9.3f | %9.3f | %8.0f\n", r.name.c_str(),
+      std::printf("%-11s %-13s %-62s | %9.3f | %9.3f | %9.3f | %8.0f\n", r.name.c_str(),
                   harness::backward_kernel(r, problem).c_str(), relation_kl_describe(s).c_str(), fwd, bwd, both,
                   12.0 * s.dim_student * visible_logits(s) / (both * 1e-3) * 1e-12);
       std::fflush(stdout);
@@ -299,7 +343,7 @@ std::vector<RelationKLProblemSpec> perf_cases(bool cuda, const std::string& size
 int usage(const char* why) {
   std::fprintf(stderr,
                "relation_kl_ops: %s\nusage: relation_kl_ops --backend cpu|cuda --mode test|perf [--quick] "
-               "[--kernels default,mma,simt] [--sizes N,N,...]\n",
+               "[--kernels default,mma,simt,default-det,mma-det] [--sizes N,N,...]\n",
                why);
   return 1;
 }
@@ -322,7 +366,7 @@ int main(int argc, char** argv) {
   }
   if (mode != "test" && mode != "perf") return usage("--mode must be test or perf");
   const bool cuda = backend == "cuda";
-  if (kernels.empty()) kernels = mode == "test" ? "default,mma,simt" : "default";
+  if (kernels.empty()) kernels = mode == "test" ? "default,mma,simt,default-det,mma-det" : "default";
   try {
     const std::vector<Runner> runners = harness::runners(backend, kernels);
     std::printf("relation_kl_ops: backend %s, kernels %s\n", backend.c_str(), cuda ? kernels.c_str() : "cpu");

@@ -4,9 +4,11 @@ FlashAttention's rule: for every output (kl, lse, dX, dY), the op's max error ag
 implementation may be at most 2x the max error of the same implementation run in the inputs' dtype
 (bf16/fp16), plus a small floor for outputs that are exactly zero. The same rule for the fp32 KL
 (the SIMT path) on peaked self-relations, with no floor to speak of; the non-finite rule through the
-op and relation_loss (NaN/Inf inputs or overflowing logits give NaN, never a finite loss). Also
-prints the paper's Appendix L table (forward fp32 loss relative error; backward bf16 gradient
-mean/max relative error).
+op and relation_loss (NaN/Inf inputs or overflowing logits give NaN, never a finite loss). The
+deterministic backward (deterministic=True) under the same 2x rule, with two of its runs bitwise
+equal; rows that see a single key get exactly zero gradient, on both backwards. Also prints the
+paper's Appendix L table (forward fp32 loss relative error; backward bf16 gradient mean/max
+relative error).
 
     LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 tests/gpu/check_relation_kl_torch.py
 """
@@ -59,12 +61,12 @@ def run_case(case, dtype, gen):
     causal = case["causal"]
     g = torch.rand(xs.shape[0], xs.shape[1], xs.shape[2], generator=gen, device="cuda")
 
-    def grads(impl_dtype, use_op):
+    def grads(impl_dtype, use_op, deterministic=False):
         leaf_x = xs.detach().to(impl_dtype).requires_grad_()
         leaf_y = None if case["self"] else ys.detach().to(impl_dtype).requires_grad_()
         if use_op:
             kl, lse_s, lse_t = op(leaf_x, None if case["self"] else leaf_y, xt, None if case["self"] else yt,
-                                  key_mask, causal, scale_s, scale_t)
+                                  key_mask, causal, scale_s, scale_t, deterministic)
         else:
             kl = relation_kl_dense(leaf_x, leaf_y, xt, None if case["self"] else yt, key_mask, causal, scale_s,
                                    scale_t, dtype=impl_dtype, device="cuda")[0]
@@ -79,19 +81,25 @@ def run_case(case, dtype, gen):
     xmax = max(xs.double().abs().max().item(), ys.double().abs().max().item())
     ref = grads(torch.float64, False)
     low = grads(dtype, False)
-    got = grads(dtype, True)
     names = ["kl", "dx", "dy"]
     ok = True
     report = []
-    for name, r, l, o in zip(names, ref, low, got):
-        err_op = (o - r).abs().max().item()
-        err_low = (l - r).abs().nan_to_num(float("inf")).max().item()
-        # Exact-zero floor: where the exact gradient is ~0 (rows one-hot on the self-relation's large
-        # diagonal logit) what is left is fp32 rounding of exp(z - lse), about 2^-20 of the largest logit.
-        floor = 2.0**-20 * (1 + zmax) * (scale_s * xmax if name != "kl" else 1.0)
-        good = err_op <= 2 * err_low + floor and math.isfinite(err_op)
-        ok &= good
-        report.append(f"{name} {err_op:.2e}/{err_low:.2e}{'' if good else ' FAIL'}")
+    for label, deterministic in (("", False), ("det ", True)):
+        got = grads(dtype, True, deterministic)
+        for name, r, l, o in zip(names, ref, low, got):
+            err_op = (o - r).abs().max().item()
+            err_low = (l - r).abs().nan_to_num(float("inf")).max().item()
+            # Exact-zero floor: where the exact gradient is ~0 (rows one-hot on the self-relation's large
+            # diagonal logit) what is left is fp32 rounding of exp(z - lse), about 2^-20 of the largest logit.
+            floor = 2.0**-20 * (1 + zmax) * (scale_s * xmax if name != "kl" else 1.0)
+            good = err_op <= 2 * err_low + floor and math.isfinite(err_op)
+            ok &= good
+            report.append(f"{label}{name} {err_op:.2e}/{err_low:.2e}{'' if good else ' FAIL'}")
+        if deterministic:
+            again = grads(dtype, True, True)
+            same = all(torch.equal(a, b) for a, b in zip(got[1:], again[1:]))
+            ok &= same
+            report.append("det bitwise " + ("equal" if same else "DIFFER FAIL"))
     return ok, report
 
 
@@ -176,6 +184,48 @@ def nonfinite_rule():
     return failures
 
 
+def single_key_rule(gen):
+    """Rows that see a single key (causal row 0, the first real row after leading padding, every row
+    when one key is visible, n = 1) have R_s = R_t = one-hot: with the upstream gradient 1 on those
+    rows and 0 elsewhere, dX (and dY) must be exactly 0, on both backwards. Returns the number of
+    failures."""
+    print("\nsingle visible key: upstream gradient 1 on those rows, 0 elsewhere; gradients must be exactly 0")
+    failures = 0
+    for d in (64, 80, 128, 256):
+        for kind in ("row 0", "leading padding", "one visible key", "n = 1", "GQA cross"):
+            n = 1 if kind == "n = 1" else 300
+            case = dict(b=2, h=4, hys=2 if kind == "GQA cross" else 4, hyt=4, n=n, ds=d, dt=d, std=16.0,
+                        self=kind != "GQA cross", causal=kind != "one visible key", mask=False, strided=False)
+            for dtype in (torch.bfloat16, torch.float16):
+                xs, ys, xt, yt, _ = make_inputs(case, dtype, gen)
+                mask = None
+                if kind == "leading padding":
+                    mask = torch.ones(2, n, dtype=torch.bool, device="cuda")
+                    mask[0, :37], mask[1, :129] = False, False
+                elif kind == "one visible key":
+                    mask = torch.zeros(2, n, dtype=torch.bool, device="cuda")
+                    mask[:, 5] = True
+                # Rows that see exactly one key: a prefix count of the visible keys (causal) or the total.
+                vis = torch.ones(2, n, device="cuda") if mask is None else mask.float()
+                seen = vis.cumsum(1) if case["causal"] else vis.sum(1, keepdim=True).expand(2, n)
+                g = (seen == 1).float().unsqueeze(1).expand(2, 4, n).contiguous()
+                for deterministic in (False, True):
+                    leaf_x = xs.detach().requires_grad_()
+                    leaf_y = None if case["self"] else ys.detach().requires_grad_()
+                    kl = op(leaf_x, leaf_y, xt, None if case["self"] else yt, mask, case["causal"], None, None,
+                            deterministic)[0]
+                    (kl * g).sum().backward()
+                    worst = leaf_x.grad.abs().max().item()
+                    if leaf_y is not None:
+                        worst = max(worst, leaf_y.grad.abs().max().item())
+                    ok = worst == 0.0 and g.sum().item() > 0
+                    failures += not ok
+                    print(f"{'ok  ' if ok else 'FAIL'} d={d:3d} {str(dtype)[6:]:8s} {kind:16s} "
+                          f"{'deterministic' if deterministic else 'default      '} {int(g.sum().item()):4d} rows, "
+                          f"max |grad| {worst:.2e}")
+    return failures
+
+
 def main():
     gen = torch.Generator(device="cuda").manual_seed(0)
     failures = 0
@@ -189,11 +239,13 @@ def main():
     print()
     fp32_failures = peaked_table("cuda")  # the fp32 SIMT path
     nonfinite_failures = nonfinite_rule()
+    single_failures = single_key_rule(gen)
     appendix_l_table(gen)
-    print(f"\n| section | failures |\n|---|---|\n| 2x rule, bf16/fp16 | {failures} |\n"
+    print(f"\n| section | failures |\n|---|---|\n| 2x rule, bf16/fp16 (default and deterministic backward) | {failures} |\n"
           f"| 2x rule, fp32 KL on peaked self-relations | {fp32_failures} |\n"
-          f"| non-finite rule (op, relation_loss) | {nonfinite_failures} |")
-    sys.exit(1 if failures + fp32_failures + nonfinite_failures else 0)
+          f"| non-finite rule (op, relation_loss) | {nonfinite_failures} |\n"
+          f"| single-key rows: exact zero gradient | {single_failures} |")
+    sys.exit(1 if failures + fp32_failures + nonfinite_failures + single_failures else 0)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@
 //   expression may contract differently into FMAs);
 // - residual add + RMSNorm (add_rms_norm_fused): h, y and the gradients of x, r and the weight,
 //   each within FlashAttention's rule against fp64 beside x + r then at::rms_norm; fp32 / bf16 /
-//   fp16, odd widths (the one-element path) and odd row counts, more rows than backward's blocks.
+//   fp16, odd widths (the one-element path) and odd row counts, more rows than backward's blocks;
+// - the chunked LM head + cross-entropy (lm_head_cross_entropy, its CUDA fp32-output dW GEMM):
+//   loss and the gradients of the hidden states and the weight within FlashAttention's rule
+//   against fp64 beside the materialised logits' cross_entropy; SmolLM2's vocabulary and width,
+//   several chunks, ignored targets, token weights.
 // Prints one line per case and a last line with the verdict.
 #include <algorithm>
 #include <cmath>
@@ -21,6 +25,7 @@
 #include "linear_ard/model/fused_add_rms_norm.h"
 #include "linear_ard/model/fused_rope_qkv.h"
 #include "linear_ard/model/fused_swiglu.h"
+#include "linear_ard/model/lm_head_loss.h"
 
 namespace {
 
@@ -156,6 +161,41 @@ void check_add_rms_norm(Counter& c, torch::ScalarType dt, int64_t rows, int64_t 
   c.report(ok, text);
 }
 
+// lm_head_cross_entropy against linear + .float() + cross_entropy (the trainer's former loss) and
+// an fp64 reference, on the same rounded inputs: loss, d hidden, d weight.
+void check_lm_head_loss(Counter& c, torch::ScalarType dt, int64_t n, int64_t width, int64_t vocab, int64_t chunk) {
+  using linear_ard::model::kLmIgnoreIndex;
+  const torch::Tensor hidden = torch::randn({n, width}, torch::kCUDA).to(dt);
+  const torch::Tensor weight = (0.05 * torch::randn({vocab, width}, torch::kCUDA)).to(dt);
+  torch::Tensor targets = torch::randint(0, vocab, {n}, torch::TensorOptions(torch::kLong).device(torch::kCUDA));
+  targets.masked_fill_(torch::rand({n}, torch::kCUDA) < 0.1, kLmIgnoreIndex);
+  const torch::Tensor tw = torch::rand({n}, torch::kCUDA);
+  std::vector<torch::Tensor> res[3];  // composite, fused, fp64 reference: loss, d hidden, d weight
+  for (int k = 0; k < 3; ++k) {
+    const torch::ScalarType t = k == 2 ? torch::kDouble : dt;
+    const torch::Tensor h = hidden.to(t).detach().requires_grad_(), w = weight.to(t).detach().requires_grad_();
+    torch::Tensor loss;
+    if (k == 1) {
+      loss = linear_ard::model::lm_head_cross_entropy(h, w, {}, targets, tw, chunk).loss;
+    } else {
+      namespace F = torch::nn::functional;
+      const torch::Tensor logits = F::linear(h, w).to(k == 2 ? torch::kDouble : torch::kFloat);
+      const torch::Tensor ce = F::cross_entropy(
+          logits, targets, F::CrossEntropyFuncOptions().reduction(torch::kNone).ignore_index(kLmIgnoreIndex));
+      const torch::Tensor cw = targets.ne(kLmIgnoreIndex).to(ce.scalar_type()) * tw.to(ce.scalar_type());
+      loss = (ce * cw).sum() / cw.sum();
+    }
+    loss.backward();
+    res[k] = {loss.detach(), h.grad(), w.grad()};
+  }
+  std::string text = "lm_head_cross_entropy " + std::string(c10::toString(dt)) + " n=" + std::to_string(n) +
+                     " width=" + std::to_string(width) + " vocab=" + std::to_string(vocab) + " chunk=" +
+                     std::to_string(chunk) + ": max err vs fp64 of loss, d hidden, d weight:";
+  bool ok = true;
+  for (int i = 0; i < 3; ++i) ok = within_rule(res[1][i], res[0][i], res[2][i], text) && ok;
+  c.report(ok, text);
+}
+
 }  // namespace
 
 int main() {
@@ -178,6 +218,8 @@ int main() {
     check_add_rms_norm(c, dt, 29, 77);        // odd width: the one-element path
     check_add_rms_norm(c, dt, 2000, 100);     // more rows than backward's blocks on most cards
     check_add_rms_norm(c, dt, 2 * 37, 576, /*weight_grad=*/false);  // the model's frozen norms
+    check_lm_head_loss(c, dt, 1000, 576, 49152, 300);  // SmolLM2's head, four chunks
+    check_lm_head_loss(c, dt, 77, 64, 1031, 0);         // one automatic chunk
   }
   if (!linear_ard::model::rope_qkv_fused_supported(torch::zeros({1, 3, 64}, torch::kCUDA),
                                                    random_cos_sin(1, 3, 64, torch::kFloat)))

@@ -250,3 +250,47 @@ def test_nan_row_leaves_the_rows_that_do_not_see_it(dtype, device):
     kl = linear_ard.relation_kl(x_s, None, x_t, None, None, True)[0]
     assert kl[:, :, 20:].isnan().all()
     assert torch.equal(kl[:, :, :20], clean[:, :, :20])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_deterministic_backward_repeats_bitwise(device):
+    """deterministic=True: two backward calls give the same gradient bits (on CUDA the two-pass
+    backward without atomics; the CPU is deterministic either way, so there it also equals the
+    default); relation_loss takes the flag too."""
+    torch.manual_seed(7)
+    _, x_s = _operand(2, 4, 300, 128, torch.bfloat16, True, True, device)
+    _, x_t = _operand(2, 4, 300, 128, torch.bfloat16, True, False, device)
+    _, y_s = _operand(2, 2, 300, 128, torch.bfloat16, True, True, device)
+    mask = _key_mask(2, 300).to(device)
+    grad_kl = torch.randn(2, 4, 300, device=device)
+
+    def grads(deterministic):
+        kl = linear_ard.relation_kl(x_s, y_s, x_t, None, mask, True, deterministic=deterministic)[0]
+        return torch.autograd.grad(kl, [x_s, y_s], grad_kl)
+
+    first, second = grads(True), grads(True)
+    assert all(torch.equal(a, b) for a, b in zip(first, second))
+    if device == "cpu":
+        assert all(torch.equal(a, b) for a, b in zip(first, grads(False)))
+    qkv = [x_s, x_s, x_s]
+    teacher = [x_t, x_t, x_t]
+    loss, _ = linear_ard.relation_loss(qkv, teacher, mask, True, deterministic=True)
+    assert torch.equal(loss, linear_ard.relation_loss(qkv, teacher, mask, True)[0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_single_key_rows_get_exactly_zero_gradient(device, deterministic):
+    """A row that sees one key (causal row 0, the first real row after leading padding) has the same
+    one-hot relation in both models: its gradient is exactly 0, not rounding."""
+    torch.manual_seed(8)
+    n = 150
+    x_s = (4 * torch.randn(2, 4, n, 64)).to(device=device, dtype=torch.bfloat16).requires_grad_()
+    x_t = (4 * torch.randn(2, 4, n, 64)).to(device=device, dtype=torch.bfloat16)
+    mask = torch.ones(2, n, dtype=torch.bool)
+    mask[1, :37] = False
+    single = (mask.float().cumsum(1) == 1).float().unsqueeze(1).expand(2, 4, n).to(device)
+    kl = linear_ard.relation_kl(x_s, None, x_t, None, mask.to(device), True, deterministic=deterministic)[0]
+    (grad,) = torch.autograd.grad(kl, [x_s], single)
+    assert single.sum() > 0
+    assert grad.abs().max().item() == 0.0

@@ -15,6 +15,8 @@
 // is finite (the gradient GEMMs multiply zero weights by it, as a dense implementation does), and on
 // CUDA a row with g_i == 0 may still pass a NaN on (0 x NaN); no gradient is finite where a row it
 // depends on through a nonzero g_i is NaN.
+// A row that sees a single key (causal row 0, the first real row after leading padding, every row
+// when one key is visible) has R_s = R_t = one-hot and gets exactly 0 gradient on every path.
 // Memory: nothing of size n x n is ever allocated; extra memory is O(n * d) per head.
 #pragma once
 
@@ -91,6 +93,13 @@ struct RelationKLParams {
   // longest rows and keys of a causal relation) first; 1 = one pair's tiles after another; 0 = the
   // library's choice (relation_kl_cuda.cu). Ignored on CPU.
   int32_t cta_head_group = 0;
+  // Backward only: the same dx and dy bits on every run of the same params on the same device. The
+  // CUDA tensor-core backward otherwise adds each dX row from every key tile by fp32 atomics and TMA
+  // reduce-adds, in an order that varies from run to run (differences at fp32 rounding); with it, a
+  // column-parallel pass stores dY and a row-parallel pass adds dX with plain stores, at the cost of
+  // computing both relations once more. The forward, the SIMT kernels and the CPU backward are
+  // deterministic either way (the CPU's for a given thread count). docs/kernel.md, "Determinism".
+  bool deterministic = false;
 };
 
 // Throws std::invalid_argument naming the offending field when the params are inconsistent.

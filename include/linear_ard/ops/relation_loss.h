@@ -22,6 +22,7 @@ struct RelationLossOptions {
   double lambda_q = 1.0;  // weights >= 0; a relation with weight 0 is not computed
   double lambda_k = 1.0;
   double lambda_v = 1.0;
+  bool deterministic = false;  // each relation's backward gives the same bits on every run (relation_kl)
 };
 
 // float32 (float64 for float64 inputs), on the inputs' device.

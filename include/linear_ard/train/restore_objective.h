@@ -54,6 +54,7 @@ ObjectiveLoss objective_ard(const ObjectiveContext& ctx, const model::Overrides&
 // targets. With `weights` [B, n] (block_mix's: weights[b, i] weighs predicting ids[b, i], column 0
 // unused) the loss to backpropagate is the weighted mean sum w_i CE_i / sum w_i; undefined weights
 // take the plain mean. parts["loss_lm"] is the plain mean either way, comparable across weightings.
+// The LM head and the loss run chunked (model/lm_head_loss.h): no [B, n, vocab] logits are made.
 ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& student, const torch::Tensor& ids,
                            const torch::Tensor& weights = {});
 

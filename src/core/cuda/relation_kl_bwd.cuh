@@ -1,4 +1,5 @@
-// Relation-KL backward on tensor cores: column-parallel, dY in registers, dX through fp32 atomics.
+// Relation-KL backward on tensor cores: column-parallel, dY in registers, dX through fp32 atomics
+// (or dY alone, for the deterministic backward whose dX comes from relation_kl_bwd_rows.cuh).
 #pragma once
 
 #include "relation_kl_bwd_common.cuh"  // defines: LINEAR_ARD_BWD_PROLOGUE, bwd_stage_dz, bwd_store_dy, bwd_launch
@@ -43,18 +44,22 @@ struct BwdTile {
 // iteration it, after that iteration's barrier has made every warp's dZ^T visible. Between two
 // barriers the warps drift apart, so one warp's exponentials and atomics overlap another's mma.
 // dx must be zero on entry; dy (or, for the self-relation, dx again) receives dY at the end.
-template <typename T, int D>
+// kDx = false (the deterministic backward): no dX pass, no dZ^T staging, and for the self-relation
+// dY is stored into dx with plain stores (dx need not be zeroed; the row-parallel pass adds dX).
+// Rows that see a single key get g = 0 (bwd_single_key_rows): their exact gradient is 0.
+template <typename T, int D, bool kDx = true>
 __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kernel(const RelationKLParams p,
                                                                                    bool vec_s, bool vec_t) {
   using Tile = BwdTile<D>;
   constexpr int BN = Tile::kKeys, BM = Tile::kRows, P = Tile::kPitch, ZP = Tile::kZPitch;
-  constexpr int KS = D / 16, RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
+  constexpr int RT = BM / 8, DT = D / 8, XC = Tile::kDxCols;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP);
 
   const int64_t rt_begin = p.causal ? j0 / BM : 0, rt_end = (n + BM - 1) / BM;
   const int64_t per_head = rt_end - rt_begin;
   const int64_t iters = per_head * group;
+  const SingleKeyRows& single = bwd_single_key_rows<(BM + 31) / 32 * 32>(kmask, n);
 
   // Iteration it = (head in group, row tile); loads that iteration's X tiles and row stats.
   auto load_rows = [&](int64_t it, int stage) {
@@ -73,7 +78,7 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
       const bool live = lse_s != -INFINITY;
       st[r] = live ? lse_s * kLog2e : INFINITY;
       st[BM + r] = live ? p.lse_teacher[o] * kLog2e : INFINITY;
-      st[2 * BM + r] = live ? p.grad_kl[o] * p.student.scale : 0.f;
+      st[2 * BM + r] = live && !single.contains(p.causal, row, n) ? p.grad_kl[o] * p.student.scale : 0.f;
     }
   };
   auto load_teacher_keys = [&](int h) {
@@ -90,12 +95,10 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
   if (iters > 0) load_rows(0, 0);
   cp_async_commit();
 
-  // A-fragment address (16 rows of a row-major tile): rows l%16, k-chunk l/16.
-  const int a_off = (warp * 16 + lane % 16) * P + (lane / 16) * 8;
-  // B-fragment address, non-transposed (S^T: n = rows of X, k = d): rows (l/16)*8 + l%8, chunk (l/8)%2.
-  const int b_off = ((lane / 16) * 8 + lane % 8) * P + ((lane / 8) % 2) * 8;
-  // B-fragment address, transposed (k = rows of a [k][d] tile, n = d): rows l%8 + ((l/8)%2)*8, chunk l/16.
-  const int bt_off = (lane % 8 + ((lane / 8) % 2) * 8) * P + (lane / 16) * 8;
+  // ldmatrix addresses: A = this warp's 16 keys of Y, B = the stage's X rows (S^T), B transposed
+  // (dY += dZ^T X_s, dX = dZ Y_s).
+  const BwdMmaOffsets<P> off(warp, lane);
+  const int bt_off = off.bt;
   // A-fragment of dZ (rows x keys) read transposed out of dZ^T [key][row]: keys l%8 + (l/16)*8,
   // row-chunk (l/8)%2.
   const int zt_off = (lane % 8 + (lane / 16) * 8) * ZP + ((lane / 8) % 2) * 8;
@@ -161,33 +164,14 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
       load_rows(it + 1, stage ^ 1);
       cp_async_commit();
     }
-    if (it > 0) dx_pass(it - 1);
+    if (kDx && it > 0) dx_pass(it - 1);
     const T* sXs = sX + stage * 2 * BM * P;
     const T* sXt = sXs + BM * P;
     const float* st = sStat + stage * 3 * BM;
 
     // S^T for both models: 16 keys x BM rows per warp.
     float zs[RT][4], zt[RT][4];
-#pragma unroll
-    for (int i = 0; i < RT; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) zs[i][e] = zt[i][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      uint32_t as[4], at[4];
-      ldmatrix_x4(as, sYs + a_off + kk * 16);
-      ldmatrix_x4(at, sYt + a_off + kk * 16);
-#pragma unroll
-      for (int np = 0; np < RT / 2; ++np) {
-        uint32_t bs[4], bt[4];
-        ldmatrix_x4(bs, sXs + b_off + np * 16 * P + kk * 16);
-        ldmatrix_x4(bt, sXt + b_off + np * 16 * P + kk * 16);
-        mma16816<T>(zs[2 * np], as, bs[0], bs[1]);
-        mma16816<T>(zs[2 * np + 1], as, bs[2], bs[3]);
-        mma16816<T>(zt[2 * np], at, bt[0], bt[1]);
-        mma16816<T>(zt[2 * np + 1], at, bt[2], bt[3]);
-      }
-    }
+    bwd_mma_logits<T, D, P>(zs, zt, sYs, sYt, sXs, sXt, off);
 
     // dZ^T in place of zs. Masking is needed only where a key is hidden or the tile crosses the
     // causal diagonal; elsewhere rows without a visible key are already zeroed through lse/g.
@@ -207,39 +191,32 @@ __global__ void __launch_bounds__(BwdTile<D>::kThreads, 1) relation_kl_bwd_kerne
         zs[i][e] = dz;
       }
 
-    // dY[keys] += dZ^T X_s: A = dZ^T straight from the accumulators (two 8-row n-tiles make one
-    // 16-wide k-step), B = X_s read transposed.
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) {
-      const uint32_t a[4] = {pack2<T>(zs[2 * kk][0], zs[2 * kk][1]), pack2<T>(zs[2 * kk][2], zs[2 * kk][3]),
-                             pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]),
-                             pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3])};
-#pragma unroll
-      for (int np = 0; np < DT / 2; ++np) {
-        uint32_t bf[4];
-        ldmatrix_x4_trans(bf, sXs + bt_off + kk * 16 * P + np * 16);
-        mma16816<T>(dy[2 * np], a, bf[0], bf[1]);
-        mma16816<T>(dy[2 * np + 1], a, bf[2], bf[3]);
-      }
-      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
-      T* zrow = sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq;
-      bwd_stage_dz<ZP>(zrow, a);
-    }
+    // dY[keys] += dZ^T X_s (bwd_mma_grad: A = dZ^T from the accumulators, B = X_s transposed),
+    // staging each k-step's dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX.
+    bwd_mma_grad<T, P>(dy, zs, sXs, off, [&](int kk, const uint32_t(&a)[4]) {
+      if constexpr (kDx) bwd_stage_dz<ZP>(sZ + stage * BN * ZP + (warp * 16 + g) * ZP + kk * 16 + 2 * tq, a);
+    });
   }
-  if (iters > 0) {
+  if (kDx && iters > 0) {
     __syncthreads();
     dx_pass(iters - 1);
   }
 
-  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
+  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4, !kDx);
 }
 
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
+// The column-parallel kernel; with p.deterministic its dY-only instantiation (the caller then runs
+// the row-parallel dX pass, relation_kl_bwd_rows_launch).
 template <typename T, int D>
 void relation_kl_bwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
-  bwd_launch<BwdTile<D>>(relation_kl_bwd_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd");
+  if (p.deterministic) {
+    bwd_launch<BwdTile<D>>(relation_kl_bwd_kernel<T, D, false>, p, vec_s, vec_t, "relation_kl_bwd (dY)");
+  } else {
+    bwd_launch<BwdTile<D>>(relation_kl_bwd_kernel<T, D, true>, p, vec_s, vec_t, "relation_kl_bwd");
+  }
 }
 
 }  // namespace cuda

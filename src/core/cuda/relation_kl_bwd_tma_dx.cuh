@@ -46,6 +46,7 @@ struct BwdDxTensorOut {
   static constexpr size_t kStageOffset = (Base::kDxStageOffset + 1023) / 1024 * 1024;
   static constexpr int kPitch = XC;  // unpadded: a warp's 16 rows are its box, 16 XC 4 bytes
   static constexpr bool kCommitDxOnlyIssued = true;
+  static constexpr bool kEnabled = true;
   static_assert(kLines == 1 || kLines == 2, "D = 64 or 128");
   static_assert(kStageOffset % 1024 == 0 && (16 * kPitch * 4) % 1024 == 0, "boxes at swizzle phase 0");
   static_assert(kStageOffset + 2 * Base::kRows * kPitch * 4 <= BwdTmaTile<D>::kBarOffset, "inside version 11's carve");
@@ -89,14 +90,26 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 #endif
 }
 
+// Version 11's kernel without dX (DxOut = BwdDxNone): the deterministic backward's dY-only pass.
+template <typename T, int D>
+__global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
+    relation_kl_bwd_tma_dy_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
+                                  const __grid_constant__ CUtensorMap map_t) {
+#ifdef LINEAR_ARD_SM90A
+  bwd_tma_cta<T, D, BwdDxNone<D>>(p, &map_s, &map_t);
+#endif
+}
+
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
 // The library's (the caller has checked tma_side_ok for both sides; dx already zeroed): version 11's
 // launch plus the dx map where bwd_wgmma_cta takes the bulk path (d_s = D, dx 16-byte aligned: its
-// dx_bulk).
+// dx_bulk). With p.deterministic the dY-only kernel (dx need not be zeroed; the caller then runs the
+// row-parallel dX pass, relation_kl_bwd_rows_wgmma_launch).
 template <typename T, int D>
 void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
+  if (p.deterministic) return bwd_tma_launch<T, D>(relation_kl_bwd_tma_dy_kernel<T, D>, p, "relation_kl_bwd_tma (dY)");
   CUtensorMap map_dx{};
   if (p.student.head_dim == D && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0) {
     map_dx = tma_dx_map(p.dx, D, p.seq_len, p.batch * p.heads, 16, BwdDxTensorOut<D>::XC);

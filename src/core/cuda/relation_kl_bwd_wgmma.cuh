@@ -91,7 +91,8 @@ struct BwdXCoreMatrixDesc {
 //     staged rows [row0, row0 + 16) below n, columns [wg D/2, (wg + 1) D/2) of dx head bh (at
 //     dx_head) from the warp's lanes, each committing its own bulk group;
 //   kCommitDxOnlyIssued: whether the dX wgmma group is committed only where it was issued (false
-//     here: after the branch, every iteration, an empty group at iteration 0; see the loop).
+//     here: after the branch, every iteration, an empty group at iteration 0; see the loop);
+//   kEnabled: whether the CTA computes dX at all (BwdDxNone: no).
 template <int D>
 struct BwdDxBulkRows {
   using Tile = BwdWgmmaTile<D>;
@@ -99,6 +100,7 @@ struct BwdDxBulkRows {
   static constexpr size_t kStageOffset = Tile::kDxStageOffset;
   static constexpr int kPitch = XP;
   static constexpr bool kCommitDxOnlyIssued = false;
+  static constexpr bool kEnabled = true;
   __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
     float* s = stage + g * XP + 2 * tq;
 #pragma unroll
@@ -115,6 +117,14 @@ struct BwdDxBulkRows {
       bulk_commit();
     }
   }
+};
+
+// The DxOut of bwd_wgmma_cta for the deterministic backward's dY-only pass: no dX wgmma, no dZ^T
+// staging, no reduce-adds; for the self-relation dY goes into dx by plain stores (bwd_store_dy's
+// dx_owned), and the row-parallel pass (relation_kl_bwd_rows_wgmma.cuh) adds dX after it.
+template <int D>
+struct BwdDxNone : BwdDxBulkRows<D> {
+  static constexpr bool kEnabled = false;
 };
 
 // The whole CTA of the kernel below (its comment says what it does), on the dynamic shared memory
@@ -156,13 +166,17 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   // memory by stats_store at the end of the iteration, so their latency hides behind the whole
   // iteration (nothing reads the loaded values before then). Rows past n or with no visible key
   // get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+  // Rows that see a single key get g = 0: their exact gradient is 0. Every thread finds them itself
+  // (a warp's search, held in registers): the shared-memory copy of the mma.sync kernel
+  // (bwd_single_key_rows) cost this kernel 28 registers (227 -> 255 at D = 128, ptxas), this 4.
+  const SingleKeyRows single = single_key_rows(kmask, n);
   auto load_rows = [&](BwdPos q, int stage) {
     load_x(b, q.h, q.i0, stage, sX);
     BwdRowRaw st{-INFINITY, 0.f, 0.f};
     const int64_t row = q.i0 + threadIdx.x;
     if (threadIdx.x < BM && row < n) {
       const int64_t o = (b * p.heads + q.h) * n + row;
-      st = {p.lse_student[o], p.lse_teacher[o], p.grad_kl[o]};
+      st = {p.lse_student[o], p.lse_teacher[o], single.contains(p.causal, row, n) ? 0.f : p.grad_kl[o]};
     }
     return st;
   };
@@ -309,12 +323,12 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     // S^T, which wgmma_wait<1> may leave pending (nothing reads dxa there) and wgmma_wait<0> waits
     // for; from iteration 1 on the groups are dX, S^T either way.
     float zs[RT][4], zt[RT][4], dxa[XC / 8][4];
-    if (it > 0) {
+    if (DxOut::kEnabled && it > 0) {
       wgmma_fence();
       dx_issue(dxa, stage ^ 1);
       if constexpr (DxOut::kCommitDxOnlyIssued) wgmma_commit();
     }
-    if constexpr (!DxOut::kCommitDxOnlyIssued) wgmma_commit();
+    if constexpr (DxOut::kEnabled && !DxOut::kCommitDxOnlyIssued) wgmma_commit();
     wait_x(stage, it);
     wgmma_fence();
 #pragma unroll
@@ -326,9 +340,11 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
     }
     wgmma_commit();
-    wgmma_wait<1>();
-    fence_regs(dxa);
-    if (it > 0) dx_out(prev_pos, dxa);
+    if constexpr (DxOut::kEnabled) {
+      wgmma_wait<1>();
+      fence_regs(dxa);
+      if (it > 0) dx_out(prev_pos, dxa);
+    }
     wgmma_wait<0>();
     fence_regs(zs);
     fence_regs(zt);
@@ -352,11 +368,13 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX, in the
       // core-matrix layout [BN keys][BM rows] (cm_off<BM>: +8 key rows = +8 BM elements, +8 row
       // columns = +64); each of the four stores of a warp covers 128 contiguous bytes.
-      T* zrow = sZ + stage * BN * ZP + cm_off<BM>(warp * 16 + g, kk * 16 + 2 * tq);
-      *reinterpret_cast<uint32_t*>(zrow) = a[0];
-      *reinterpret_cast<uint32_t*>(zrow + 8 * BM) = a[1];
-      *reinterpret_cast<uint32_t*>(zrow + 64) = a[2];
-      *reinterpret_cast<uint32_t*>(zrow + 8 * BM + 64) = a[3];
+      if constexpr (DxOut::kEnabled) {
+        T* zrow = sZ + stage * BN * ZP + cm_off<BM>(warp * 16 + g, kk * 16 + 2 * tq);
+        *reinterpret_cast<uint32_t*>(zrow) = a[0];
+        *reinterpret_cast<uint32_t*>(zrow + 8 * BM) = a[1];
+        *reinterpret_cast<uint32_t*>(zrow + 64) = a[2];
+        *reinterpret_cast<uint32_t*>(zrow + 8 * BM + 64) = a[3];
+      }
     }
     // Warpgroup wg's 64 keys x D: k = the tile's 64 rows, 16 per step (16 D elements apart).
     fence_regs(dy);
@@ -372,7 +390,7 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     prev_pos = cur;
     cur = next;
   }
-  if (iters > 0) {
+  if (DxOut::kEnabled && iters > 0) {
     // The last row tile's dZ^T (generic stores) is read by wgmma: fence, then the barrier (which
     // also orders the staging rows' reuse after the read-side wait).
     bulk_wait_all<true>();
@@ -389,7 +407,7 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   // Shared memory must outlive the bulk copies' reads; wait for their completion.
   bulk_wait_all<false>();
 
-  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4);
+  bwd_store_dy(p, dy, b, hy, n, ds, key_lo, tq, dx_vec4, !DxOut::kEnabled);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -403,14 +421,14 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
 // global dX by TMA bulk reduce-add. The bulk reduce-adds and the RED atomics (other CTAs' dX, the
 // self-relation's dY, the fallback) all add into dx, in an order that varies from run to run.
 // X tiles: every thread's cp.async (TileLoader) into the core-matrix layout, waited for at the
-// iteration's barrier (bwd_wgmma_cta).
-template <typename T, int D>
+// iteration's barrier (bwd_wgmma_cta). DxOut = BwdDxNone: the deterministic backward's dY-only pass.
+template <typename T, int D, typename DxOut = BwdDxBulkRows<D>>
 __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
     relation_kl_bwd_wgmma_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {
 #ifdef LINEAR_ARD_SM90A
   constexpr int BM = BwdWgmmaTile<D>::kRows, NT = BwdWgmmaTile<D>::kThreads;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  bwd_wgmma_cta<T, D, BwdXCoreMatrixDesc<D>>(
+  bwd_wgmma_cta<T, D, BwdXCoreMatrixDesc<D>, DxOut>(
       p, vec_s, vec_t, smem_raw,
       [&](int64_t b, int h, int64_t i0, int stage, T* sX) {
         const int64_t n = p.seq_len;
@@ -428,9 +446,16 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
+// The column-parallel kernel; with p.deterministic its dY-only instantiation (the caller then runs
+// the row-parallel dX pass, relation_kl_bwd_rows_wgmma_launch).
 template <typename T, int D>
 void relation_kl_bwd_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t) {
-  bwd_launch<BwdWgmmaTile<D>>(relation_kl_bwd_wgmma_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd_wgmma");
+  if (p.deterministic) {
+    bwd_launch<BwdWgmmaTile<D>>(relation_kl_bwd_wgmma_kernel<T, D, BwdDxNone<D>>, p, vec_s, vec_t,
+                                "relation_kl_bwd_wgmma (dY)");
+  } else {
+    bwd_launch<BwdWgmmaTile<D>>(relation_kl_bwd_wgmma_kernel<T, D>, p, vec_s, vec_t, "relation_kl_bwd_wgmma");
+  }
 }
 
 }  // namespace cuda

@@ -269,6 +269,39 @@ struct TileLoader {
   }
 };
 
+// Rows that see exactly one key have R_s = R_t = 1, so their dZ is exactly 0. The backward kernels
+// recompute P = exp2(z - lse2) from the stored LSEs, which leaves rounding there (the backward's
+// logits come from other MMAs than the forward's, the LSE makes a round trip through the natural
+// log), so every backward (SIMT and tensor-core) zeroes such a row's upstream gradient instead, where
+// it reads the row's statistics. A batch item's first and second visible keys (n where there are
+// fewer) say which rows those are: causal, the rows in [first, second); otherwise all of them when
+// only one key is visible. Without a key mask that is row 0 (causal) or every row of n = 1.
+struct SingleKeyRows {
+  int64_t first;
+  int64_t second;
+  __device__ __forceinline__ bool contains(bool causal, int64_t row, int64_t n) const {
+    return causal ? row >= first && row < second : first < n && second >= n;
+  }
+};
+
+// SingleKeyRows of a batch item, found by one whole warp (every lane gets the result): 32 mask
+// bytes a step, stopping at the second visible key, so it costs about the leading padding; without
+// a key mask nothing is read.
+__device__ __forceinline__ SingleKeyRows single_key_rows(const uint8_t* kmask, int64_t n) {
+  if (kmask == nullptr) return {0, 1};
+  SingleKeyRows r{n, n};
+  for (int64_t base = 0; base < n && r.second == n; base += 32) {
+    const int64_t key = base + threadIdx.x % 32;
+    unsigned bits = __ballot_sync(0xffffffffu, key < n && kmask[key] != 0);
+    if (bits != 0 && r.first == n) {
+      r.first = base + __ffs(bits) - 1;
+      bits &= bits - 1;
+    }
+    if (bits != 0) r.second = base + __ffs(bits) - 1;
+  }
+  return r;
+}
+
 // One model's X and Y base pointers for batch b, X head h (Y head by the GQA rule).
 template <typename T>
 struct SidePtrs {

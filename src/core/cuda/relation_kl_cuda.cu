@@ -89,7 +89,8 @@ RelationKLParams with_launch_order(const RelationKLParams& p) {
 }
 
 // The tensor-core kernel of one pass (kBackward) for the params' type and bucket: on warpgroup MMA
-// where use_wgmma says so, else mma.sync.
+// where use_wgmma says so, else mma.sync. The deterministic backward runs the column-parallel
+// launcher (which then computes dY alone) and after it the row-parallel dX pass of the same family.
 template <bool kBackward>
 void launch_tc(const RelationKLParams& params, RelationKLCudaKernels kernels) {
   const RelationKLParams p = with_launch_order(params);
@@ -100,17 +101,27 @@ void launch_tc(const RelationKLParams& params, RelationKLCudaKernels kernels) {
     constexpr int D = decltype(d)::value;
     if constexpr (D <= 128) {
       if (use_wgmma(D, kernels)) {
-        if constexpr (D == 64 || D == 128) {
-          if (use_tma(p, D)) {
-            if constexpr (kBackward) return cuda::relation_kl_bwd_tma_launch<T, D>(p);
-            return cuda::relation_kl_fwd_tma_launch<T, D>(p);
+        bool tma = false;
+        if constexpr (D == 64 || D == 128) tma = use_tma(p, D);
+        if constexpr (kBackward) {
+          if constexpr (D == 64 || D == 128) {
+            if (tma) cuda::relation_kl_bwd_tma_launch<T, D>(p);
           }
+          if (!tma) cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
+          if (p.deterministic) cuda::relation_kl_bwd_rows_wgmma_launch<T, D>(p, vs, vt);
+          return;
         }
-        if constexpr (kBackward) return cuda::relation_kl_bwd_wgmma_launch<T, D>(p, vs, vt);
+        if constexpr (D == 64 || D == 128) {
+          if (tma) return cuda::relation_kl_fwd_tma_launch<T, D>(p);
+        }
         return cuda::relation_kl_fwd_wgmma_launch<T, D>(p, vs, vt);
       }
     }
-    if constexpr (kBackward) return cuda::relation_kl_bwd_launch<T, D>(p, vs, vt);
+    if constexpr (kBackward) {
+      cuda::relation_kl_bwd_launch<T, D>(p, vs, vt);
+      if (p.deterministic) cuda::relation_kl_bwd_rows_launch<T, D>(p, vs, vt);
+      return;
+    }
     cuda::relation_kl_fwd_launch<T, D>(p, vs, vt);
   });
 }
@@ -141,10 +152,13 @@ void relation_kl_backward_cuda_kernels(const RelationKLParams& p, RelationKLCuda
   relation_kl_check(p, true);
   if (p.batch == 0 || p.seq_len == 0 || p.heads == 0) return;
   if (use_tensor_cores(p, kernels)) {
-    // dX arrives through atomics (on sm_90a also TMA bulk reduce-adds) from every key tile: start from zero.
-    const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
-    cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)),
-                     "relation_kl_backward: zero dx");
+    // dX arrives through atomics (on sm_90a also TMA bulk reduce-adds) from every key tile: start
+    // from zero. The deterministic backward writes every element of dx with plain stores instead.
+    if (!p.deterministic) {
+      const size_t dx_bytes = sizeof(float) * p.batch * p.heads * p.seq_len * p.student.head_dim;
+      cuda::cuda_check(cudaMemsetAsync(p.dx, 0, dx_bytes, static_cast<cudaStream_t>(p.stream)),
+                       "relation_kl_backward: zero dx");
+    }
     launch_tc<true>(p, kernels);
   } else {
     check_simt_supported(p);

@@ -13,6 +13,10 @@ template <typename T, int D>
 void relation_kl_fwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 template <typename T, int D>
 void relation_kl_bwd_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
+// The deterministic backward's row-parallel dX pass (RelationKLParams::deterministic), after the
+// column-parallel launcher above (or the wgmma / TMA one), which then computes dY alone.
+template <typename T, int D>
+void relation_kl_bwd_rows_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 
 // The warpgroup-MMA forward and backward for D <= 128 (relation_kl_cuda.cu picks them on sm_90a;
 // real code only in their sm_90a image). relation_kl_sm90a_available(): the current device is
@@ -27,6 +31,9 @@ template <typename T, int D>
 void relation_kl_fwd_tma_launch(const RelationKLParams& p);
 template <typename T, int D>
 void relation_kl_bwd_tma_launch(const RelationKLParams& p);
+// The row-parallel dX pass on warpgroup MMA (D <= 128, sm_90a), after the wgmma or TMA dY-only pass.
+template <typename T, int D>
+void relation_kl_bwd_rows_wgmma_launch(const RelationKLParams& p, bool vec_s, bool vec_t);
 bool relation_kl_sm90a_available();
 
 // SIMT kernels for any element type T (float, __nv_bfloat16, __half) and head dims up to

@@ -1,7 +1,7 @@
 // Relation-KL on plain fp32 CUDA cores: the path for fp32 inputs and the fallback for any shape.
 #pragma once
 
-#include "relation_kl_common.cuh"  // defines: to_float, side_ptrs, cuda_check
+#include "relation_kl_common.cuh"  // defines: to_float, side_ptrs, cuda_check, single_key_rows
 #include "relation_kl_launch.h"  // defines: kSimtMaxHeadDim
 
 namespace linear_ard {
@@ -10,38 +10,6 @@ namespace cuda {
 // Each lane holds d / 32 elements of a row.
 constexpr int kSimtPerLane = kSimtMaxHeadDim / 32;
 constexpr int kSimtWarps = 4;
-
-// Rows that see exactly one key have R_s = R_t = 1, so their dZ is exactly 0. This path's kernels
-// recompute P = exp2(z - lse2) from the stored LSEs, which leaves rounding there (the backward's
-// logits come from other MMAs than the forward's, the LSE makes a round trip through the natural
-// log), so the backward zeroes such a row's upstream gradient instead. A batch item's first and
-// second visible keys (n where there are fewer) say which rows those are: causal, the rows in
-// [first, second); otherwise all of them when only one key is visible.
-struct SingleKeyRows {
-  int64_t first;
-  int64_t second;
-  __device__ __forceinline__ bool contains(bool causal, int64_t row, int64_t n) const {
-    return causal ? row >= first && row < second : first < n && second >= n;
-  }
-};
-
-// SingleKeyRows of a batch item, found by one whole warp (every lane gets the result): 32 mask
-// bytes a step, stopping at the second visible key, so it costs about the leading padding.
-__device__ __forceinline__ SingleKeyRows single_key_rows(const uint8_t* kmask, int64_t n) {
-  if (kmask == nullptr) return {0, 1};
-  SingleKeyRows r{n, n};
-  for (int64_t base = 0; base < n && r.second == n; base += 32) {
-    const int64_t key = base + threadIdx.x % 32;
-    unsigned bits = __ballot_sync(0xffffffffu, key < n && kmask[key] != 0);
-    if (bits != 0 && r.first == n) {
-      r.first = base + __ffs(bits) - 1;
-      bits &= bits - 1;
-    }
-    if (bits != 0) r.second = base + __ffs(bits) - 1;
-  }
-  return r;
-}
-
 
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
