@@ -1,11 +1,13 @@
 // The checks made before a model's weights are used: parameter counts that cannot overflow, the
-// lazy config-vs-weights comparison, the memory fit and the finite check of placed weights.
+// lazy config-vs-weights comparison and the tensors the config has no place for, the memory fit,
+// F16/BF16 bytes under the other header, and the finite check of placed weights.
 #include <gtest/gtest.h>
 
 #include <chrono>
 
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/memory_fit.h"
+#include "linear_ard/model/weights_dtype_check.h"
 #include "linear_ard/model/weights_place.h"
 #include "tiny_config.h"  // defines: tiny_config
 
@@ -81,6 +83,63 @@ TEST(WeightsChecks, PlaceListsEveryNonFiniteTensorWithItsCounts) {
   const std::string e = error_of([&] { weights_place(tensors, torch::kCPU, torch::kHalf, "model x", "evaluate"); });
   EXPECT_EQ(e, "model x has non-finite weights: a (1 NaN, 1 Inf of 16 values), b (0 NaN, 1 Inf of 8 values), "
                "c (finite as stored, 1 value overflows fp16); refusing to evaluate them");
+}
+
+TEST(WeightsChecks, TensorsTheConfigHasNoPlaceForAreNamed) {
+  const LlamaWeights w = llama_weights_random(tiny_config(), torch::kFloat, torch::kCPU, 0);  // 3 layers
+  std::map<std::string, torch::Tensor> tensors = w.tensors;
+  // What transformers ignores too: an old checkpoint's RoPE buffer.
+  tensors["model.layers.0.self_attn.rotary_emb.inv_freq"] = torch::ones({6});
+  EXPECT_FALSE(llama_weights_mismatch(w.config, tensors));
+  tensors["model.layers.3.mlp.up_proj.weight"] = torch::zeros({80, 48});
+  const auto extra = llama_weights_mismatch(w.config, tensors);
+  ASSERT_TRUE(extra);
+  EXPECT_EQ(extra->tensor, "model.layers.3.mlp.up_proj.weight");
+  EXPECT_EQ(extra->message, "model.layers.3.mlp.up_proj.weight belongs to layer 3, but num_hidden_layers=3 gives "
+                            "layers 0 to 2: the weights hold more layers than the config");
+  EXPECT_NE(error_of([&] { llama_weights_from_map(w.config, tensors); }).find("checkpoint: " + extra->message),
+            std::string::npos);
+  tensors.erase("model.layers.3.mlp.up_proj.weight");
+  tensors["model.layers.1.self_attn.q_norm.weight"] = torch::ones({12});  // Qwen3's, not in this layout
+  const auto foreign = llama_weights_mismatch(w.config, tensors);
+  ASSERT_TRUE(foreign);
+  EXPECT_EQ(foreign->message, "unexpected tensor model.layers.1.self_attn.q_norm.weight: no tensor of that name is "
+                              "part of a llama model (LLaMA-family layout)");
+  tensors.erase("model.layers.1.self_attn.q_norm.weight");
+  tensors["model.layers.99999999999999999999999.mlp.up_proj.weight"] = torch::zeros({1});
+  EXPECT_TRUE(llama_weights_mismatch(w.config, tensors));
+}
+
+// Random matrices shaped like trained weights (std 0.02, 1, and 90 % zeros), in each 16-bit dtype.
+std::map<std::string, torch::Tensor> plausible_matrices(torch::ScalarType dtype) {
+  torch::manual_seed(3);
+  auto sparse = torch::randn({96, 64}) * torch::rand({96, 64}).lt(0.1);
+  return {{"small", (torch::randn({256, 96}) * 0.02).to(dtype)},
+          {"unit", torch::randn({128, 64}).to(dtype)},
+          {"sparse", sparse.to(dtype)},
+          {"zeros", torch::zeros({64, 64}, dtype)},
+          {"vector", torch::ones({4096}, dtype)}};
+}
+
+TEST(WeightsChecks, SixteenBitBytesUnderTheOtherHeaderAreRefusedNamingBoth) {
+  for (const auto dtype : {torch::kHalf, torch::kBFloat16}) {
+    std::map<std::string, torch::Tensor> tensors = plausible_matrices(dtype);
+    EXPECT_FALSE(weights_dtype_swapped(tensors)) << *weights_dtype_swapped(tensors);
+    EXPECT_NO_THROW(weights_place(tensors, torch::kCPU, torch::kFloat, "m", "use"));
+    // The bytes of one format under the other's header: same sizes, other values.
+    const auto other = dtype == torch::kHalf ? torch::kBFloat16 : torch::kHalf;
+    tensors["small"] = tensors["small"].view(other);
+    const auto swapped = weights_dtype_swapped(tensors);
+    ASSERT_TRUE(swapped);
+    const std::string stored = dtype == torch::kHalf ? "BF16" : "F16", real = dtype == torch::kHalf ? "F16" : "BF16";
+    EXPECT_NE(swapped->find("tensor small is stored as " + stored + ", but its values read so have RMS"),
+              std::string::npos) << *swapped;
+    const std::string article = stored == "F16" ? "an " : "a ";
+    EXPECT_NE(swapped->find("(" + real + " data under " + article + stored + " header)"), std::string::npos) << *swapped;
+    EXPECT_NE(error_of([&] { weights_place(tensors, torch::kCPU, torch::kFloat, "model x", "evaluate"); })
+                  .find("model x: tensor small is stored as " + stored),
+              std::string::npos);
+  }
 }
 
 }  // namespace
