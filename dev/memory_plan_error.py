@@ -40,7 +40,7 @@ def run(binary, args):
 
 
 def estimate(output):
-    m = re.search(r"needs an estimated ([0-9.e+]+ \w+) on", output)
+    m = re.search(r"needs an estimated (\S+ \S+) \(", output)
     if not m:
         sys.exit(f"memory_plan_error: no plan line in:\n{output[-2000:]}")
     return bytes_of(m.group(1))

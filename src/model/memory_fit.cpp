@@ -89,20 +89,19 @@ std::string memory_plan_text(const MemoryPlan& plan) {
 std::string memory_plan_check(const MemoryPlan& plan, torch::Device device) {
   double on_device = 0, on_host = 0;
   for (const MemoryPart& p : plan.parts) (p.host && device.is_cuda() ? on_host : on_device) += p.bytes;
-  const auto need_text = [&](double need, torch::Device where) {
-    return plan.what + " needs an estimated " + memory_bytes_text(need) + " on " + where.str() + " (" +
-           memory_plan_text(plan) + ")";
+  const auto need_text = [&](double need) {
+    return plan.what + " needs an estimated " + memory_bytes_text(need) + " (" + memory_plan_text(plan) + ")";
   };
   const auto refuse = [&](double need, torch::Device where) {
     const auto available = static_cast<double>(memory_available(where));
     if (need > available)
-      throw std::invalid_argument(need_text(need, where) + ", more than the " + memory_bytes_text(available) +
-                                  " of memory available there");
+      throw std::invalid_argument(need_text(need) + ", more than the " + memory_bytes_text(available) +
+                                  " of memory available on " + where.str());
     return available;
   };
   const double available = refuse(on_device, device);
   if (on_host > 0) refuse(on_host, torch::kCPU);
-  return need_text(on_device, device) + " of the " + memory_bytes_text(available) + " available";
+  return need_text(on_device) + " of the " + memory_bytes_text(available) + " available on " + device.str();
 }
 
 double memory_layer_elements(const ModelConfig& c) {

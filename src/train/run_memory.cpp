@@ -48,8 +48,11 @@ model::MemoryPlan run_memory_plan(const RestoreConfig& c, const model::ModelConf
     int64_t number, ctx, batch;
     bool lm;
   };
-  std::vector<Stage> stages{{1, c.ctx_len, c.batch_size, lm1}};
-  if (c.stage2.steps > 0) stages.push_back({2, c.stage2.ctx_len, c.stage2.batch_size, true});
+  // Before lengths_check resolves them (pretrain plans before drawing its weights), 0 means the
+  // model's max_position_embeddings.
+  const auto ctx = [&](int64_t n) { return n > 0 ? n : m.max_position_embeddings; };
+  std::vector<Stage> stages{{1, ctx(c.ctx_len), c.batch_size, lm1}};
+  if (c.stage2.steps > 0) stages.push_back({2, ctx(c.stage2.ctx_len), c.stage2.batch_size, true});
   model::MemoryPlan best;
   for (const Stage& s : stages) {
     const double tokens = static_cast<double>(s.ctx) * static_cast<double>(s.batch);

@@ -14,7 +14,8 @@
 
 namespace linear_ard::train {
 
-// The plan of the stage of `config` (resolved: ctx_len, stage2.ctx_len) that needs the most, for
+// The plan of the stage of `config` that needs the most (a ctx_len of 0: the model's
+// max_position_embeddings), for
 // `model` in `dtype`, named "<name> stage <s> at ctx <n> x batch <b>"; trainables of layers
 // 0..last_trainable_layer. Throws std::invalid_argument for a LoRA rank beyond an adapted matrix.
 model::MemoryPlan run_memory_plan(const RestoreConfig& config, const model::ModelConfig& model, torch::ScalarType dtype,

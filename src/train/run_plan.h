@@ -49,7 +49,8 @@ struct RunPlan {
 RunPlan run_plan_begin(const RestoreConfig& config, const std::string& name);
 // With plan.teacher, plan.student_config, plan.tokenizer set: ctx_len against the native and
 // extended lengths (at least 2 tokens; a warning on stderr below 16, and for a warmup longer than
-// its stage), the distilled and trainable layers, the tokenizer's vocabulary, the data blocks
+// its stage), the distilled and trainable layers, the memory plan (run_memory.h: refused when it
+// cannot fit, else printed), the tokenizer's vocabulary, the data blocks
 // (sharded over the ranks), the weights placed and checked finite (an error naming each tensor
 // that is not); last, the output folder locked (OutputLock).
 void run_plan_finish(RunPlan& plan);

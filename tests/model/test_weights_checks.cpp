@@ -142,4 +142,24 @@ TEST(WeightsChecks, SixteenBitBytesUnderTheOtherHeaderAreRefusedNamingBoth) {
   }
 }
 
+TEST(WeightsChecks, MemoryPlanSumsItsPartsAndRefusesNamingThem) {
+  const ModelConfig c = tiny_config();
+  // The estimates' arithmetic: KV cache 2 x layers x kv_heads x head_dim x positions x bytes.
+  EXPECT_DOUBLE_EQ(memory_kv_cache_bytes(c, 100, torch::kFloat, /*cpu=*/false), 2.0 * 3 * 2 * 12 * 100 * 4);
+  EXPECT_DOUBLE_EQ(memory_kv_cache_bytes(c, 100, torch::kFloat, /*cpu=*/true), 2.0 * 4 * 2 * 12 * 100 * 4);
+  EXPECT_DOUBLE_EQ(memory_logits_bytes(c, 10), 3.0 * 10 * 97 * 4);
+  // 6 h + 2 (q + 2 kv) + 3 q + 4 f with h = 48, q = 48, kv = 24, f = 80.
+  EXPECT_DOUBLE_EQ(memory_layer_elements(c), 6 * 48 + 2 * (48 + 48) + 3 * 48 + 4 * 80);
+  EXPECT_DOUBLE_EQ(memory_backward_bytes(c, 10, 3, torch::kBFloat16), 10.0 * 3 * memory_layer_elements(c) * 2);
+  MemoryPlan plan{"eval x at length 7", {{"weights", 1024}, {"KV cache", 2048}, {"prompts", 10, /*host=*/true}}};
+  const std::string fits = memory_plan_check(plan, torch::kCPU);
+  EXPECT_EQ(fits.rfind("eval x at length 7 needs an estimated 3.01 KiB (weights 1 KiB + KV cache 2 KiB + prompts 10 bytes "
+                       "(host)) of the ", 0), 0u) << fits;
+  plan.parts.push_back({"prefill", 1e18});
+  const std::string e = error_of([&] { memory_plan_check(plan, torch::kCPU); });
+  EXPECT_NE(e.find("eval x at length 7 needs an estimated 888 PiB (weights 1 KiB + KV cache 2 KiB + prompts 10 bytes "
+                   "(host) + prefill 888 PiB), more than the "), std::string::npos) << e;
+  EXPECT_NE(e.find(" of memory available on cpu"), std::string::npos) << e;
+}
+
 }  // namespace

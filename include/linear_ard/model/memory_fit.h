@@ -44,10 +44,10 @@ struct MemoryPlan {
 
 // "weights 256 MiB + KV cache of 1000000000010 positions 4.3 TiB + ...".
 std::string memory_plan_text(const MemoryPlan& plan);
-// Throws std::invalid_argument "<what> needs an estimated <total> on <device> (<parts>), more than
-// the <free> of memory available there" when the device parts (every part, on the CPU) exceed
+// Throws std::invalid_argument "<what> needs an estimated <total> (<parts>), more than the <free>
+// of memory available on <device>" when the device parts (every part, on the CPU) exceed
 // memory_available(device), or the host parts exceed the host's. Returns, for the log, "<what>
-// needs an estimated <total> on <device> (<parts>) of the <free> available".
+// needs an estimated <total> (<parts>) of the <free> available on <device>".
 std::string memory_plan_check(const MemoryPlan& plan, torch::Device device);
 
 // The estimates plans are made of. Activations are counted in elements per token of one decoder
