@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   linear_ard::cli::command_pretrain_register(app);
   linear_ard::cli::command_tokenizer_train_register(app);
   linear_ard::cli::command_eval_register(app);
+  linear_ard::cli::command_export_gguf_register(app);
   // CLI11 would answer a misspelt command with "A subcommand is required".
   if (const std::string unknown = linear_ard::cli::subcommand_unknown(app, argc, argv); !unknown.empty()) {
     std::cerr << "linear-ard: error: " << unknown << "\n";
@@ -28,6 +29,9 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    // A failure already reported on stderr (by a script the command ran): its exit status, no more.
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0; every other one is a usage error.
     const int printed = app.exit(e);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "linear_ard/io/hf_folder.h"      // defines: hf_folder_load, hf_folder_weights_check, hf_folder_tokenizer_check
+#include "linear_ard/io/model_path.h"     // defines: model_path_resolve
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/llama_model.h"  // defines: model_forward
 #include "linear_ard/model/memory_fit.h"   // defines: memory_plan_check, memory_weights_bytes
@@ -29,7 +30,8 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
   // Everything is checked before anything is allocated: the weights' headers against config.json,
   // the tokenizer against the embedding, the parameters against the device's free memory; the
   // placed weights are then checked finite.
-  io::HfFolder folder = io::hf_folder_load(path, /*load_weights=*/true);
+  const std::string folder_path = io::model_path_resolve(path);
+  io::HfFolder folder = io::hf_folder_load(folder_path, /*load_weights=*/true);
   io::hf_folder_weights_check(folder);
   if (use.parts) {
     model::MemoryPlan plan{use.what + " of model " + folder.path,
@@ -39,8 +41,8 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
     const std::string planned = model::memory_plan_check(plan, m.device);
     if (use.log && (!m.distributed || m.distributed->is_main())) std::fprintf(stderr, "[memory] %s\n", planned.c_str());
   }
-  m.tokenizer = io::tokenizer_load(path);
-  io::hf_folder_tokenizer_check(folder, *m.tokenizer, io::tokenizer_file(path));
+  m.tokenizer = io::tokenizer_load(folder_path);
+  io::hf_folder_tokenizer_check(folder, *m.tokenizer, io::tokenizer_file(folder_path));
   auto tensors = model::weights_place(folder.weights, m.device, m.dtype, "model " + folder.path, "evaluate");
   folder.weights.clear();
   m.weights = model::llama_weights_from_map(folder.model_config, std::move(tensors));
