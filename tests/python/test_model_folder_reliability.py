@@ -412,6 +412,7 @@ def args_cases(text, task, tmp):
     ruler = ("eval", "ruler", DEMO, "--device", "cpu")
     compare = ("eval", "compare", DEMO, DEMO, "--names", "a", "b", "--device", "cpu")
     tok = ("tokenizer-train", "--data", text, "--output", tmp / "tok")
+    requests = ("eval", "requests", DEMO, "--in", text, "--out", tmp / "answers.jsonl", "--device", "cpu")
     return {
         "ppl_ctx_one": ((*ppl, "--ctx", 1), "--ctx: must be an integer >= 2, got 1"),
         "ppl_stride_negative": ((*ppl, "--ctx", 64, "--stride", -1), "--stride: must be an integer >= 0, got -1"),
@@ -439,6 +440,9 @@ def args_cases(text, task, tmp):
         "tokenizer_sentences_negative": ((*tok, "--max-sentences", -1), "must be an integer >= 0, got -1"),
         "tokenizer_coverage_zero": ((*tok, "--character-coverage", 0), "must be a number in (0, 1], got 0"),
         "tokenizer_coverage_above_one": ((*tok, "--character-coverage", 1.5), "must be a number in (0, 1], got 1.5"),
+        "requests_batch_zero": ((*requests, "--batch-size", 0), "must be an integer >= 1, got 0"),
+        "requests_max_length_one": ((*requests, "--max_length", 1), "must be 0 or an integer >= 2, got 1"),
+        "requests_no_generated_tokens": ((*requests, "--max_gen_toks", 0), "must be an integer >= 1, got 0"),
     }
 
 
@@ -451,7 +455,7 @@ def test_numeric_argument_out_of_range_is_a_usage_error(case, text, task, tmp_pa
     r = run(*args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr, r.stderr
-    assert "Traceback" not in r.stderr and not (tmp_path / "tok").exists()
+    assert "Traceback" not in r.stderr and not (tmp_path / "tok").exists() and not (tmp_path / "answers.jsonl").exists()
 
 
 def test_output_inside_the_model_or_over_an_input_is_refused(tmp_path, text, task):
@@ -470,6 +474,9 @@ def test_output_inside_the_model_or_over_an_input_is_refused(tmp_path, text, tas
         (("eval", "passkey", model, "--lengths", 200, *device, "-o", model / "sub" / "report"), "inside the model folder"),
         (("eval", "compare", DEMO, model, "--names", "a", "b", "--passkey-lengths", 200, *device, "-o", model / "r"),
          "inside the model folder"),
+        (("eval", "requests", model, "--in", text, "--out", model / "answers.jsonl", *device), "inside the model folder"),
+        (("eval", "requests", model, "--in", text, "--out", text, *device), "one of the command's inputs"),
+        (("export-gguf", model, model / "model.gguf"), "inside the model folder"),
     ]
     for args, message in cases:
         r = run(*args)
@@ -483,11 +490,11 @@ def test_output_inside_the_model_or_over_an_input_is_refused(tmp_path, text, tas
 
 
 @pytest.mark.parametrize("args,message", [
-    (("restor", "x.yaml"), "unknown command 'restor' (commands: inspect, restore, pretrain, tokenizer-train, eval); "
-                           "did you mean 'restore'?"),
-    (("eval", "pll", "m"), "unknown eval command 'pll' (eval commands: ppl, tasks, passkey, ruler, compare); "
+    (("restor", "x.yaml"), "unknown command 'restor' (commands: inspect, restore, pretrain, tokenizer-train, eval, "
+                           "export-gguf); did you mean 'restore'?"),
+    (("eval", "pll", "m"), "unknown eval command 'pll' (eval commands: ppl, tasks, passkey, ruler, compare, requests); "
                            "did you mean 'ppl'?"),
-    (("frobnicate",), "unknown command 'frobnicate' (commands: inspect, restore, pretrain, tokenizer-train, eval)\n"),
+    (("frobnicate",), "unknown command 'frobnicate' (commands: inspect, restore, pretrain, tokenizer-train, eval, export-gguf)\n"),
 ])
 def test_unknown_command_is_named_with_the_valid_ones(args, message):
     r = run(*args)
