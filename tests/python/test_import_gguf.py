@@ -204,6 +204,7 @@ def importer(monkeypatch):
     """The script as a module, its dequantizing replaced by a failure: the tests below must stop
     before it."""
     import importlib.util
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # the script imports its neighbour gguf_config.py
     spec = importlib.util.spec_from_file_location("import_gguf_script", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -247,7 +248,7 @@ def test_disk_full_while_writing_leaves_nothing(importer, one_layer, tmp_path, m
     import errno
     path = tmp_path / "ok.gguf"
     path.write_bytes(one_layer)
-    monkeypatch.setattr(importer, "load_dequantized", lambda p, d: (None, None))
+    monkeypatch.setattr(importer, "load_dequantized", lambda path, dtype, arch: (None, None))
 
     def full(model, tokenizer, out):
         (Path(out) / "model.safetensors").write_bytes(b"partial")
