@@ -14,7 +14,11 @@ using nlohmann::json;
 std::string number_text(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.15g", x);
-  return buf;
+  // "2e-05" is a string to YAML 1.1 readers (PyYAML): the mantissa gets its ".0" to stay a number.
+  std::string text = buf;
+  const auto e = text.find('e');
+  if (e != std::string::npos && text.find('.') == std::string::npos) text.insert(e, ".0");
+  return text;
 }
 
 // One data file: a path, or a map {path: ..., field: ...} naming the text's key in its JSON records.
@@ -31,6 +35,17 @@ io::TextSource source_parse(const YAML::Node& v, const std::string& key) {
   key_check(!s.path.empty(), key + ".path", "is required (the data file)");
   key_check(!s.field.empty(), key + ".field", "must not be empty (the key of the text in JSON records)");
   return s;
+}
+
+// A number list: a sequence of scalars, or one scalar as a list of one.
+template <class T>
+void list_parse(const YAML::Node& v, const std::string& key, std::vector<T>& out, const char* what) {
+  out.clear();
+  if (!v.IsSequence()) {
+    out.push_back(scalar_as<T>(v, key, what));
+    return;
+  }
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(scalar_as<T>(v[i], key + "[" + std::to_string(i) + "]", what));
 }
 
 }  // namespace
@@ -98,6 +113,14 @@ void value_parse(const YAML::Node& v, const std::string& key, std::vector<io::Te
   for (size_t i = 0; i < v.size(); ++i) out.push_back(source_parse(v[i], key + "[" + std::to_string(i) + "]"));
 }
 
+void value_parse(const YAML::Node& v, const std::string& key, std::vector<int64_t>& out, const char* what) {
+  list_parse(v, key, out, what ? what : "a list of integers");
+}
+
+void value_parse(const YAML::Node& v, const std::string& key, std::vector<double>& out, const char* what) {
+  list_parse(v, key, out, what ? what : "a list of numbers");
+}
+
 void value_emit(YAML::Emitter& out, int64_t v) { out << v; }
 void value_emit(YAML::Emitter& out, uint64_t v) { out << v; }
 void value_emit(YAML::Emitter& out, double v) { out << number_text(v); }
@@ -110,6 +133,18 @@ void value_emit(YAML::Emitter& out, const std::vector<io::TextSource>& v) {
     else out << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value << s.path << YAML::Key << "field"
              << YAML::Value << s.field << YAML::EndMap;
   }
+  out << YAML::EndSeq;
+}
+
+void value_emit(YAML::Emitter& out, const std::vector<int64_t>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (int64_t x : v) out << x;
+  out << YAML::EndSeq;
+}
+
+void value_emit(YAML::Emitter& out, const std::vector<double>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (double x : v) out << number_text(x);
   out << YAML::EndSeq;
 }
 
