@@ -126,7 +126,8 @@ bool output_entry_owned(const std::string& name) {
   static const std::set<std::string> owned{output_marker_name,    output_lock_name,     "resolved_config.yaml",
                                            "metrics.jsonl",       "training_summary.json", "model",
                                            "scaled",              "adapters",           "profile",
-                                           "training_curves.png", "training_curves.svg"};
+                                           "training_curves.png", "training_curves.svg", "tensorboard",
+                                           "selection"};
   static const std::regex checkpoint(R"(checkpoint-\d+)");
   const auto [base, temporary] = name_base(name);
   return owned.count(base) > 0 || std::regex_match(base, checkpoint);
