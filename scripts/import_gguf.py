@@ -29,6 +29,7 @@ import importlib.metadata
 import json
 import os
 import shutil
+import struct
 import sys
 from pathlib import Path
 
@@ -55,13 +56,21 @@ def importable_types():
 
 
 def gguf_check(path):
-    """Reads the GGUF header; raises ImportError_ naming an unsupported architecture or tensor type.
-    Returns the architecture name."""
+    """Reads the GGUF header; raises ImportError_ naming a corrupt or truncated file, an unsupported
+    architecture or tensor type. Returns (architecture name, elements of all tensors)."""
     import gguf
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if len(head) < 24 or head[:4] != b"GGUF":
+        raise ImportError_(f"{path}: not a readable GGUF file: {size} bytes, no GGUF magic and header")
+    version, n_tensors, n_keys = struct.unpack("<IQQ", head[4:])
     try:
         reader = gguf.GGUFReader(str(path))
-    except (ValueError, OSError, KeyError) as e:
-        raise ImportError_(f"{path}: not a readable GGUF file ({e})") from e
+    except Exception as e:  # noqa: BLE001  (gguf raises IndexError, ValueError, ... on corrupt headers)
+        raise ImportError_(f"{path}: not a readable GGUF file: its header (version {version}, {n_tensors} tensors, "
+                           f"{n_keys} metadata keys) is corrupt or the file ({size} bytes) is truncated "
+                           f"({one_line(e)})") from e
     field = reader.fields.get("general.architecture")
     if field is None:
         raise ImportError_(f"{path}: GGUF has no general.architecture key")
@@ -75,7 +84,59 @@ def gguf_check(path):
             names = ", ".join(sorted(x.name for x in ok))
             raise ImportError_(f"{path}: tensor '{t.name}' has GGML type {t.tensor_type.name}, which "
                                f"cannot be dequantized (importable types: {names})")
-    return arch
+    tensors_tile_check(path, reader, size)
+    return arch, sum(int(t.n_elements) for t in reader.tensors)
+
+
+def tensors_tile_check(path, reader, size):
+    """GGUF writers pad each tensor's data to the alignment, so the last tensor ends within one
+    alignment of the end of the file: more bytes after it mean the header's tensor count is wrong
+    (the reader then takes the remaining tensor infos for data)."""
+    if not reader.tensors:
+        raise ImportError_(f"{path}: the GGUF header lists no tensors")
+    end = max(int(t.data_offset) + int(t.n_bytes) for t in reader.tensors)
+    trailing = size - end
+    if trailing >= reader.alignment:
+        raise ImportError_(f"{path}: {trailing} bytes follow the data of the {len(reader.tensors)} tensors its "
+                           f"header lists: the header's tensor count is wrong or the file is corrupt")
+
+
+def output_check(out, need_bytes):
+    """Before any dequantizing: `out` is absent or a folder (replaced with --force), its parent
+    is a folder this process can create entries in, and its file system has room for `need_bytes`.
+    Returns the temporary folder the import writes into (created here: the probe of writability)."""
+    if out.exists() and not out.is_dir():
+        raise ImportError_(f"{out}: exists and is not a folder")
+    parent = out.parent
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), Path("/"))
+    if not existing.is_dir():
+        raise ImportError_(f"{out}: cannot be created: {existing} is not a folder")
+    tmp = parent / f".{out.name}.tmp.{os.getpid()}"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    except OSError as e:
+        raise ImportError_(f"{out}: cannot write in {parent}: {e.strerror or e}") from e
+    free = shutil.disk_usage(tmp).free
+    if free < need_bytes:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImportError_(f"{out}: the import writes about {bytes_text(need_bytes)} and {parent}'s file system has "
+                           f"{bytes_text(free)} free")
+    return tmp
+
+
+def one_line(e):
+    """An exception as `Type: first line of its message`."""
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def bytes_text(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.3g} {unit}"
+        n /= 1024
 
 
 def clean_config(config, dtype):
@@ -135,28 +196,36 @@ def write_folder(model, tokenizer, out):
         raise ImportError_(f"{config_path}: transformers still wrote quantization_config")
 
 
+# Bytes per element of each output dtype, and room for the tokenizer and configs beside the weights.
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+FOLDER_SLACK_BYTES = 64 << 20
+
+
 def import_gguf(path, out, dtype="bfloat16", force=False):
     """GGUF `path` -> HF folder `out`, written under a temporary name and renamed, so `out` is
-    either absent or complete."""
+    either absent or complete. Everything checkable (the GGUF's header and extents, the output
+    location and its free space) is checked before the minutes of dequantizing."""
     path, out = Path(path), Path(out)
     if not path.is_file():
         raise ImportError_(f"{path}: no such GGUF file")
     if out.exists() and not force:
         raise ImportError_(f"{out}: already exists (use --force to replace it)")
-    arch = gguf_check(path)
-    print(f"import_gguf: {path.name}: architecture {arch}, dequantizing to {dtype}", file=sys.stderr)
+    arch, elements = gguf_check(path)
+    tmp = output_check(out, elements * DTYPE_BYTES[dtype] + FOLDER_SLACK_BYTES)
     try:
-        model, tokenizer = load_dequantized(path, dtype, arch)
-    except (ValueError, NotImplementedError, RuntimeError, KeyError) as e:
-        # e.g. gguf 0.19 lacks the "mistral" names transformers asks for when general.name is "mistral"
-        raise ImportError_(f"{path}: transformers' GGUF loader cannot read it: {type(e).__name__}: {e}") from e
-    tmp = out.parent / f".{out.name}.tmp.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        write_folder(model, tokenizer, tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        print(f"import_gguf: {path.name}: architecture {arch}, dequantizing to {dtype}", file=sys.stderr)
+        try:
+            model, tokenizer = load_dequantized(path, dtype, arch)
+        except (ValueError, NotImplementedError, RuntimeError, KeyError) as e:
+            # e.g. gguf 0.19 lacks the "mistral" names transformers asks for when general.name is "mistral"
+            raise ImportError_(f"{path}: transformers' GGUF loader cannot read it: {one_line(e)}") from e
+        try:
+            write_folder(model, tokenizer, tmp)
+            if out.exists():
+                shutil.rmtree(out)
+            os.replace(tmp, out)
+        except Exception as e:  # noqa: BLE001  (OSError, or safetensors' own error on a full disk)
+            raise ImportError_(f"{out}: writing the folder failed: {one_line(e)}") from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
@@ -216,6 +285,9 @@ def main(argv=None):
             args.gguf, args.out, DTYPES[args.dtype], args.force)
     except ImportError_ as e:
         print(f"import_gguf: error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001  (transformers' loader on a GGUF that passed the checks)
+        print(f"import_gguf: error: {args.gguf or DEFAULT_NAME}: the import failed: {one_line(e)}", file=sys.stderr)
         return 1
     print(out)
     return 0

@@ -14,6 +14,7 @@
 
 #include "command_eval_args.h"  // defines: EvalDeviceArgs, eval_report_emit, eval_*_register
 #include "commands.h"
+#include "eval_memory_use.h"  // defines: ppl_memory_use, tasks_memory_use, passkey_memory_use
 #include "model_arg.h"  // defines: model_arg_add
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
@@ -54,13 +55,19 @@ void ppl_register(CLI::App& eval) {
       ->required()->check(CLI::ExistingFile);
   sub->add_option("--text-field", text->field, "key of the text in JSON records (dotted for nested objects)")
       ->capture_default_str();
-  sub->add_option("--ctx", *lengths, "context lengths (windows), e.g. --ctx 256 512")->required();
-  sub->add_option("--stride", o->stride, "window stride; 0: disjoint windows")->capture_default_str();
-  sub->add_option("--batch_size,--batch-size", o->batch_size, "windows per forward")->capture_default_str();
+  sub->add_option("--ctx", *lengths, "context lengths (windows), e.g. --ctx 256 512")->required()->check(int_at_least(2));
+  sub->add_option("--stride", o->stride, "window stride; 0: disjoint windows")
+      ->check(int_at_least(0))->capture_default_str();
+  sub->add_option("--batch_size,--batch-size", o->batch_size, "windows per forward")
+      ->check(int_at_least(1))->capture_default_str();
   sub->add_flag("--no-bos", *no_bos, "encode documents without the tokenizer's special tokens (BOS)");
   sub->callback([a, text, lengths, o, no_bos] {
+    eval_output_check(a->output, {a->model}, {text->path});
+    ppl_stride_check(o->stride, *lengths);
     const auto docs = io::text_documents_read(*text);
-    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
+    eval::EvalMemoryUse use = ppl_memory_use(docs, *lengths, o->stride, o->batch_size, false);
+    use.log = !a->quiet;
+    const auto model = eval::eval_model_load(a->model, a->device, a->dtype, use);
     const auto encoded = eval::perplexity_text_encode(*model.tokenizer, docs, !*no_bos, text->path);
     eval::perplexity_text_check(model, encoded, *lengths);
     o->progress = !a->quiet;
@@ -107,7 +114,8 @@ void tasks_options_add(CLI::App* sub, TasksArgs& a) {
   sub->add_option("--include_path,--include-path", a.include_path,
                   "with task names: a folder of lm-eval task YAMLs, as lm-eval's --include_path")
       ->check(CLI::ExistingDirectory);
-  sub->add_option("--num_fewshot,--num-fewshot", o.num_fewshot, "few-shot examples per prompt")->capture_default_str();
+  sub->add_option("--num_fewshot,--num-fewshot", o.num_fewshot, "few-shot examples per prompt")
+      ->check(int_at_least(0))->capture_default_str();
   sub->add_option("--fewshot-file", a.fewshot_file,
                   "take the few-shot examples in order from this task file (default: random docs of "
                   "the task itself)")->check(CLI::ExistingFile);
@@ -116,10 +124,13 @@ void tasks_options_add(CLI::App* sub, TasksArgs& a) {
                   "text between a context and each answer (lm-eval's target_delimiter)")->default_str("\" \"");
   sub->add_option("--fewshot-delimiter", o.fewshot_delimiter,
                   "text after each few-shot example (lm-eval's fewshot_delimiter)")->default_str("\"\\n\\n\"");
-  sub->add_option("--batch_size,--batch-size", o.batch_size, "requests per forward")->capture_default_str();
+  sub->add_option("--batch_size,--batch-size", o.batch_size, "requests per forward")
+      ->check(int_at_least(1))->capture_default_str();
   sub->add_option("--max_length,--max-length", o.max_length,
-                  "left-truncate requests to this; 0: the model's max positions")->capture_default_str();
-  sub->add_option("--limit", o.limit, "evaluate only the first N docs of each task")->capture_default_str();
+                  "left-truncate requests to this; 0: the model's max positions")
+      ->check(int_zero_or_at_least(2))->capture_default_str();
+  sub->add_option("--limit", o.limit, "evaluate only the first N docs of each task; 0: all")
+      ->check(int_at_least(0))->capture_default_str();
   sub->add_option("--avg-metric", a.avg_metric, "acc or acc_norm: the per-task number in the table")
       ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
   sub->add_option("--reference", a.reference, "results JSON of the reference (native) model: adds Rec.")
@@ -217,6 +228,11 @@ void tasks_run(TasksArgs& a) {
     if (!std::filesystem::is_regular_file(t)) throw std::invalid_argument("task file " + t + " does not exist");
   if (!a.include_path.empty()) usage_error("--include_path applies to lm-eval task names, not task files");
   if (a.log_samples && a.output_path.empty()) usage_error("--log_samples needs --output_path (as in lm-eval)");
+  std::vector<std::string> inputs = a.files;
+  for (const std::string* f : {&a.fewshot_file, &a.reference})
+    if (!f->empty()) inputs.push_back(*f);
+  eval_output_check(a.output, {a.model}, inputs);
+  if (!a.output_path.empty()) output_paths_check("--output_path " + a.output_path, {a.output_path}, {a.model}, inputs);
   o.add_special_tokens = !a.no_bos;
   o.progress = !a.quiet;
   const auto start = std::chrono::steady_clock::now();
@@ -229,7 +245,9 @@ void tasks_run(TasksArgs& a) {
   for (const auto& t : tasks) eval::task_prompts(t, o);  // few-shot problems fail before loading too
   std::optional<nlohmann::json> ref;
   if (!a.reference.empty()) ref = io::json_file_read(a.reference);
-  const auto model = eval::eval_model_load(a.model, a.device, a.dtype);
+  eval::EvalMemoryUse use = tasks_memory_use(tasks, o);
+  use.log = !a.quiet;
+  const auto model = eval::eval_model_load(a.model, a.device, a.dtype, use);
   std::vector<eval::TaskResult> results;
   for (const auto& t : tasks) results.push_back(eval::task_evaluate(model, t, o));
 
@@ -260,14 +278,18 @@ void passkey_register(CLI::App& eval) {
   auto o = std::make_shared<eval::PasskeyOptions>();
   CLI::App* sub = eval.add_subcommand("passkey", "Passkey retrieval at chosen lengths, greedy decoding");
   model_args_add(sub, *a);
-  sub->add_option("--lengths", o->lengths, "prompt lengths in tokens")->required();
-  sub->add_option("--depths", o->depths, "passkey depths in [0, 1]")->capture_default_str();
-  sub->add_option("--samples", o->samples, "prompts per length and depth")->capture_default_str();
+  sub->add_option("--lengths", o->lengths, "prompt lengths in tokens")->required()->check(int_at_least(1));
+  sub->add_option("--depths", o->depths, "passkey depths in [0, 1]")->check(number_in(0, 1))->capture_default_str();
+  sub->add_option("--samples", o->samples, "prompts per length and depth")->check(int_at_least(1))->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the first prompt's passkey (consecutive after it)")->capture_default_str();
-  sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens generated per prompt")->capture_default_str();
+  sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens generated per prompt")
+      ->check(int_at_least(1))->capture_default_str();
   sub->callback([a, o] {
+    eval_output_check(a->output, {a->model}, {});
     o->progress = !a->quiet;
-    const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
+    eval::EvalMemoryUse use = passkey_memory_use(*o);
+    use.log = !a->quiet;
+    const auto model = eval::eval_model_load(a->model, a->device, a->dtype, use);
     const auto r = eval::passkey_evaluate(model, *o);
     std::vector<std::vector<std::string>> table;
     for (const auto& row : r.rows) {

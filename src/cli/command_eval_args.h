@@ -2,6 +2,7 @@
 // report output, and the registration of the subcommands that live in their own files.
 #pragma once
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "arg_checks.h"                      // defines: usage_error, int_at_least, output_paths_check
 #include "linear_ard/dist/distributed.h"     // defines: distributed_joined
 #include "linear_ard/eval/report.h"          // defines: report_write
 #include "linear_ard/eval/ruler.h"           // defines: RulerOptions
@@ -35,14 +37,29 @@ inline void eval_device_args_add(CLI::App* sub, EvalDeviceArgs& a) {
   sub->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
 }
 
-// A wrong combination of options found after parsing: reported like a parse error (exit code 2).
-[[noreturn]] inline void usage_error(const std::string& message) { throw CLI::ValidationError(message); }
-
 // Whether this process writes reports: always, but for ranks other than 0 of a torchrun launch
 // (every rank holds the gathered result; rank 0 writes it).
 inline bool eval_writes() {
   const dist::Distributed* d = dist::distributed_joined();
   return !d || d->is_main();
+}
+
+// The files -o OUTPUT writes (OUTPUT.md, OUTPUT.json; `eval compare` also OUTPUT.png and .svg),
+// checked before anything runs: outside every model folder read (`models`), none of them an input.
+inline void eval_output_check(const std::string& output, const std::vector<std::string>& models,
+                              const std::vector<std::string>& inputs) {
+  if (output.empty()) return;
+  output_paths_check("-o " + output, {output + ".md", output + ".json", output + ".png", output + ".svg"}, models,
+                     inputs);
+}
+
+// A perplexity stride beyond a window would skip the tokens between windows: refused against the
+// smallest --ctx.
+inline void ppl_stride_check(int64_t stride, const std::vector<int64_t>& lengths) {
+  const int64_t smallest = *std::min_element(lengths.begin(), lengths.end());
+  if (stride > smallest)
+    usage_error("--stride " + std::to_string(stride) + " exceeds --ctx " + std::to_string(smallest) +
+                ": windows would skip the tokens between them");
 }
 
 // Prints the markdown; with -o also writes OUTPUT.md and OUTPUT.json atomically (rank 0 only).
@@ -63,14 +80,16 @@ struct RulerArgs {
 inline void ruler_args_add(CLI::App* sub, RulerArgs& a, const std::string& prefix) {
   sub->add_option("--" + prefix + "lengths", a.options.lengths,
                   "RULER lengths in tokens (prompt + answer); with --" + prefix +
-                      "prepared, one length for all its files (default: from their paths)");
+                      "prepared, one length for all its files (default: from their paths)")
+      ->check(int_at_least(1));
   sub->add_option("--" + prefix + "prepared", a.prepared,
                   "RULER-prepared JSONL files (NVIDIA/RULER prepare.py's <length>/data/<task>/validation.jsonl) "
                   "to evaluate instead of generated samples")
       ->check(CLI::ExistingFile);
   sub->add_option("--" + prefix + "tasks", a.options.tasks,
                   "RULER tasks (default: the 11 synthetic ones, plus qa_1 / qa_2 when --squad / --hotpotqa is given)");
-  sub->add_option("--" + prefix + "samples", a.options.samples, "RULER samples per task and length")->capture_default_str();
+  sub->add_option("--" + prefix + "samples", a.options.samples, "RULER samples per task and length")
+      ->check(int_at_least(1))->capture_default_str();
   sub->add_option("--" + prefix + "seed", a.options.seed, "RULER sample seed")->capture_default_str();
   sub->add_option("--haystack", a.haystack, "essay text for the essay-haystack tasks (default: the noise haystack)")
       ->check(CLI::ExistingFile);
@@ -78,6 +97,14 @@ inline void ruler_args_add(CLI::App* sub, RulerArgs& a, const std::string& prefi
       ->check(CLI::ExistingFile);
   sub->add_option("--squad", a.squad, "SQuAD v2 JSON for qa_1")->check(CLI::ExistingFile);
   sub->add_option("--hotpotqa", a.hotpot, "HotpotQA JSON for qa_2")->check(CLI::ExistingFile);
+}
+
+// The files RULER reads (prepared samples, haystack, words, SQuAD, HotpotQA): -o may not replace them.
+inline std::vector<std::string> ruler_args_inputs(const RulerArgs& a) {
+  std::vector<std::string> inputs = a.prepared;
+  for (const std::string* f : {&a.haystack, &a.words, &a.squad, &a.hotpot})
+    if (!f->empty()) inputs.push_back(*f);
+  return inputs;
 }
 
 // Whether RULER was asked for: lengths or prepared files.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "command_eval_args.h"           // defines: EvalDeviceArgs, RulerArgs, eval_report_emit
+#include "eval_memory_use.h"              // defines: *_memory_use
 #include "linear_ard/eval/compare.h"      // defines: compare_*
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
@@ -49,30 +50,35 @@ void compare_options_add(CLI::App* sub, EvalDeviceArgs& a, CompareArgs& c, Ruler
       ->check(CLI::ExistingFile);
   sub->add_option("--text-field", c.text.field, "key of the text in JSON records (dotted for nested objects)")
       ->capture_default_str();
-  sub->add_option("--ctx", c.ctx, "perplexity context lengths");
+  sub->add_option("--ctx", c.ctx, "perplexity context lengths")->check(int_at_least(2));
   sub->add_option("--kl-to", c.kl_to, "name of a model (e.g. the native one): with the perplexity, each model's mean "
                                       "KL from its next-token distributions on the same windows");
-  sub->add_option("--stride", c.ppl.stride, "perplexity window stride; 0: disjoint")->capture_default_str();
+  sub->add_option("--stride", c.ppl.stride, "perplexity window stride; 0: disjoint")
+      ->check(int_at_least(0))->capture_default_str();
   sub->add_option("--batch_size,--batch-size", c.ppl.batch_size, "perplexity windows / task requests per forward")
-      ->capture_default_str();
+      ->check(int_at_least(1))->capture_default_str();
   sub->add_option("--tasks", c.task_files, "task files, comma- or space-separated (docs/eval.md schema)")
       ->delimiter(',')->check(CLI::ExistingFile);
   sub->add_option("--num_fewshot,--num-fewshot", c.tasks.num_fewshot, "few-shot examples per task prompt")
-      ->capture_default_str();
-  sub->add_option("--limit", c.tasks.limit, "only the first N docs of each task")->capture_default_str();
+      ->check(int_at_least(0))->capture_default_str();
+  sub->add_option("--limit", c.tasks.limit, "only the first N docs of each task; 0: all")
+      ->check(int_at_least(0))->capture_default_str();
   sub->add_option("--avg-metric", c.avg_metric, "acc or acc_norm")
       ->check(CLI::IsMember({"acc", "acc_norm"}))->capture_default_str();
   sub->add_flag("--no-bos", c.no_bos, "encode perplexity documents and task contexts without the tokenizer's "
                                       "special tokens (BOS)");
-  sub->add_option("--passkey-lengths", c.passkey.lengths, "passkey prompt lengths");
-  sub->add_option("--passkey-depths", c.passkey.depths, "passkey depths in [0, 1]")->capture_default_str();
-  sub->add_option("--passkey-samples", c.passkey.samples, "passkey prompts per length and depth")->capture_default_str();
+  sub->add_option("--passkey-lengths", c.passkey.lengths, "passkey prompt lengths")->check(int_at_least(1));
+  sub->add_option("--passkey-depths", c.passkey.depths, "passkey depths in [0, 1]")
+      ->check(number_in(0, 1))->capture_default_str();
+  sub->add_option("--passkey-samples", c.passkey.samples, "passkey prompts per length and depth")
+      ->check(int_at_least(1))->capture_default_str();
   ruler_args_add(sub, r, "ruler-");
 }
 
 // What to evaluate and its inputs, read and checked before the first model is loaded.
 struct CompareInputs {
   std::string reference;
+  eval::EvalMemoryUse memory;  // the largest of the evaluations asked for
   bool ppl = false, tasks = false, passkey = false, ruler = false;
   std::vector<std::string> docs;
   std::vector<eval::TaskFile> task_files;
@@ -98,6 +104,11 @@ CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, Ruler
     usage_error("--kl-to '" + c.kl_to + "' is not one of --names");
   if (!in.ppl && !in.tasks && !in.passkey && !in.ruler)
     usage_error("nothing to compare: give --text/--ctx, --tasks, --passkey-lengths, --ruler-lengths or --ruler-prepared");
+  if (in.ppl) ppl_stride_check(c.ppl.stride, c.ctx);
+  std::vector<std::string> inputs = ruler_args_inputs(r);
+  inputs.insert(inputs.end(), c.task_files.begin(), c.task_files.end());
+  if (in.ppl) inputs.push_back(c.text.path);
+  eval_output_check(a.output, c.models, inputs);
   c.tasks.add_special_tokens = !c.no_bos;
   c.ppl.progress = c.tasks.progress = c.passkey.progress = !a.quiet;
   c.tasks.batch_size = c.ppl.batch_size;
@@ -105,6 +116,13 @@ CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, Ruler
   for (const auto& f : c.task_files) in.task_files.push_back(eval::task_file_read(f, c.tasks.target_delimiter));
   for (const auto& t : in.task_files) eval::task_prompts(t, c.tasks);
   if (in.ruler) in.ruler_data = ruler_args_resolve(r, a.quiet);
+  std::vector<eval::EvalMemoryUse> uses;
+  if (in.ppl) uses.push_back(ppl_memory_use(in.docs, c.ctx, c.ppl.stride, c.ppl.batch_size, !c.kl_to.empty()));
+  if (in.tasks) uses.push_back(tasks_memory_use(in.task_files, c.tasks));
+  if (in.passkey) uses.push_back(passkey_memory_use(c.passkey));
+  if (in.ruler) uses.push_back(ruler_memory_use(r.options));
+  in.memory = memory_use_largest(uses);
+  in.memory.log = !a.quiet;
   return in;
 }
 
@@ -156,12 +174,12 @@ void compare_run(const EvalDeviceArgs& a, CompareArgs& c, RulerArgs& r) {
   std::optional<eval::EvalModel> kl_reference;
   if (!c.kl_to.empty()) {
     const auto at = std::find(c.names.begin(), c.names.end(), c.kl_to) - c.names.begin();
-    kl_reference.emplace(eval::eval_model_load(c.models[static_cast<size_t>(at)], a.device, a.dtype));
+    kl_reference.emplace(eval::eval_model_load(c.models[static_cast<size_t>(at)], a.device, a.dtype, in.memory));
   }
   nlohmann::json models = nlohmann::json::array();
   for (size_t m = 0; m < c.models.size(); ++m) {
     if (!a.quiet) std::cerr << "[compare] " << c.names[m] << ": " << c.models[m] << std::endl;
-    const auto model = eval::eval_model_load(c.models[m], a.device, a.dtype);
+    const auto model = eval::eval_model_load(c.models[m], a.device, a.dtype, in.memory);
     nlohmann::json entry = {{"name", c.names[m]}, {"path", c.models[m]}, {"device", model.device_name},
                             {"dtype", model.dtype_name}};
     entry.update(compare_model_evaluate(model, c, r, in, kl_reference ? &*kl_reference : nullptr));

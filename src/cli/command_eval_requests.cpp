@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arg_checks.h"                   // defines: int_at_least, int_zero_or_at_least, output_paths_check
 #include "command_eval_args.h"            // defines: EvalDeviceArgs, eval_device_args_add, eval_writes
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/lm_requests.h"  // defines: lm_requests_answer
@@ -52,13 +53,17 @@ void eval_requests_register(CLI::App& eval) {
   eval_device_args_add(sub, *a);
   sub->add_option("--in", a->in, "requests, one JSON object a line (docs/eval.md)")->required()->check(CLI::ExistingFile);
   sub->add_option("--out", a->out, "answers, one JSON object a line in the requests' order")->required();
-  sub->add_option("--batch_size,--batch-size", a->options.batch_size, "sequences per forward")->capture_default_str();
+  sub->add_option("--batch_size,--batch-size", a->options.batch_size, "sequences per forward")
+      ->check(int_at_least(1))->capture_default_str();
   sub->add_option("--max_length,--max-length", a->options.max_length,
-                  "longest sequence (lm-eval's max_length); 0: the model's max positions")->capture_default_str();
+                  "longest sequence (lm-eval's max_length); 0: the model's max positions")
+      ->check(int_zero_or_at_least(2))->capture_default_str();
   sub->add_option("--max_gen_toks,--max-gen-toks", a->options.max_gen_toks,
-                  "tokens generated when a request does not say")->capture_default_str();
+                  "tokens generated when a request does not say")
+      ->check(int_at_least(1))->capture_default_str();
   sub->add_flag("--no-bos", a->no_bos, "encode without the tokenizer's special tokens (lm-eval's add_bos_token=False)");
   sub->callback([a] {
+    output_paths_check("--out " + a->out, {a->out}, {a->model}, {a->in});
     const nlohmann::json requests = requests_read(a->in);
     a->options.add_special_tokens = !a->no_bos;
     a->options.progress = !a->quiet;

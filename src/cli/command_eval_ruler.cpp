@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "command_eval_args.h"          // defines: EvalDeviceArgs, RulerArgs, eval_report_emit
+#include "eval_memory_use.h"             // defines: ruler_memory_use
 #include "linear_ard/eval/eval_model.h"  // defines: eval_model_load
 #include "linear_ard/eval/ruler.h"       // defines: ruler_evaluate, ruler_report_*
 #include "model_arg.h"                  // defines: model_arg_add
@@ -19,8 +20,11 @@ void eval_ruler_register(CLI::App& eval) {
   eval_device_args_add(sub, *a);
   ruler_args_add(sub, *r, "");
   sub->callback([model_path, a, r] {
+    eval_output_check(a->output, {*model_path}, ruler_args_inputs(*r));
     eval::RulerData data = ruler_args_resolve(*r, a->quiet);
-    const auto model = eval::eval_model_load(*model_path, a->device, a->dtype);
+    eval::EvalMemoryUse use = ruler_memory_use(r->options);
+    use.log = !a->quiet;
+    const auto model = eval::eval_model_load(*model_path, a->device, a->dtype, use);
     eval::ruler_data_words_default(data, *model.tokenizer);
     const auto result = eval::ruler_evaluate(model, data, r->options);
     nlohmann::json json = eval::ruler_report_json(result);

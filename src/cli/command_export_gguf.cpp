@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "arg_checks.h"  // defines: output_paths_check
 #include "commands.h"
 #include "linear_ard/io/model_path.h"  // defines: model_path_resolve
 #include "model_arg.h"                  // defines: model_arg_add
@@ -33,7 +34,9 @@ void command_export_gguf_register(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--force", a->force, "replace an existing OUT");
   sub->callback([a] {
-    std::vector<std::string> args{python_script("export_gguf.py"), io::model_path_resolve(a->model), a->out,
+    const std::string folder = io::model_path_resolve(a->model);
+    output_paths_check("OUT " + a->out, {a->out}, {folder}, {});
+    std::vector<std::string> args{python_script("export_gguf.py"), folder, a->out,
                                   "--type", a->type};
     if (a->force) args.push_back("--force");
     const int status = python_run(args);

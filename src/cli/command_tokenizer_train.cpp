@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "arg_checks.h"  // defines: int_at_least, number_in
 #include "commands.h"
 #include "linear_ard/io/tokenizer.h"        // defines: tokenizer_load
 #include "linear_ard/io/tokenizer_train.h"  // defines: tokenizer_train
@@ -22,12 +23,13 @@ void command_tokenizer_train_register(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--output,-o", *output, "output folder")->required();
   sub->add_option("--vocab-size", o->vocab_size, "vocabulary size (3 specials and 256 byte pieces included)")
-      ->capture_default_str();
-  sub->add_option("--max-sentences", o->max_sentences, "lines sampled for training; 0: all")->capture_default_str();
-  sub->add_option("--threads", o->threads, "trainer threads; 0: all cores")->capture_default_str();
+      ->check(int_at_least(300))->capture_default_str();
+  sub->add_option("--max-sentences", o->max_sentences, "lines sampled for training; 0: all")
+      ->check(int_at_least(0))->capture_default_str();
+  sub->add_option("--threads", o->threads, "trainer threads; 0: all cores")->check(int_at_least(0))->capture_default_str();
   sub->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
   sub->add_option("--character-coverage", o->character_coverage, "share of characters given their own piece")
-      ->capture_default_str();
+      ->check(number_in(0, 1, /*lo_open=*/true))->capture_default_str();
   sub->add_flag("--overwrite", o->overwrite, "replace a non-empty output folder");
   sub->callback([o, output] {
     std::printf("tokenizer-train: training a %d-piece BPE on %zu file(s)\n", o->vocab_size, o->files.size());

@@ -1,13 +1,16 @@
 // Entry point of `linear-ard`: parses the subcommand and turns exceptions into one-line errors.
 // Exit codes (docs/cli.md): 0 success; 1 the command failed (bad input file or config, model load,
 // training or evaluation error); 2 usage error (unknown or missing option, invalid value, options
-// that do not go together).
+// that do not go together); 128 + n a run stopped by signal n (SIGINT 130, SIGTERM 143) after
+// writing its checkpoint.
 #include <exception>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
-#include "commands.h"  // defines: command_*_register
+#include "arg_checks.h"  // defines: subcommand_unknown
+#include "commands.h"    // defines: command_*_register
+#include "linear_ard/train/run_signal.h"  // defines: RunInterrupted
 
 int main(int argc, char** argv) {
   CLI::App app{"linear-ard: restore the short-context quality of RoPE-scaled LLaMA-family models"};
@@ -19,6 +22,11 @@ int main(int argc, char** argv) {
   linear_ard::cli::command_tokenizer_train_register(app);
   linear_ard::cli::command_eval_register(app);
   linear_ard::cli::command_export_gguf_register(app);
+  // CLI11 would answer a misspelt command with "A subcommand is required".
+  if (const std::string unknown = linear_ard::cli::subcommand_unknown(app, argc, argv); !unknown.empty()) {
+    std::cerr << "linear-ard: error: " << unknown << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
@@ -28,6 +36,9 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" with exit code 0; every other one is a usage error.
     const int printed = app.exit(e);
     return printed == 0 ? 0 : 2;
+  } catch (const linear_ard::train::RunInterrupted& e) {
+    std::cerr << "linear-ard: " << e.what() << "\n";
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     std::cerr << "linear-ard: error: " << e.what() << "\n";
     return 1;

@@ -9,12 +9,14 @@
 #include "linear_ard/io/model_path.h"     // defines: model_path_resolve
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/llama_model.h"  // defines: model_forward
+#include "linear_ard/model/memory_fit.h"   // defines: memory_plan_check, memory_weights_bytes
 #include "linear_ard/dist/distributed.h"  // defines: distributed_process
 #include "linear_ard/model/weights_place.h"  // defines: weights_place
 
 namespace linear_ard::eval {
 
-EvalModel eval_model_load(const std::string& path, const std::string& device, const std::string& dtype) {
+EvalModel eval_model_load(const std::string& path, const std::string& device, const std::string& dtype,
+                          const EvalMemoryUse& use) {
   const model::DeviceChoice choice = model::device_choice_resolve(device, dtype);
   EvalModel m;
   m.path = path;
@@ -31,6 +33,14 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
   const std::string folder_path = io::model_path_resolve(path);
   io::HfFolder folder = io::hf_folder_load(folder_path, /*load_weights=*/true);
   io::hf_folder_weights_check(folder);
+  if (use.parts) {
+    model::MemoryPlan plan{use.what + " of model " + folder.path,
+                           {{"weights", model::memory_weights_bytes(folder.model_config, m.dtype)}}};
+    for (model::MemoryPart& p : use.parts({&folder.model_config, m.dtype, !m.device.is_cuda()}))
+      plan.parts.push_back(std::move(p));
+    const std::string planned = model::memory_plan_check(plan, m.device);
+    if (use.log && (!m.distributed || m.distributed->is_main())) std::fprintf(stderr, "[memory] %s\n", planned.c_str());
+  }
   m.tokenizer = io::tokenizer_load(folder_path);
   io::hf_folder_tokenizer_check(folder, *m.tokenizer, io::tokenizer_file(folder_path));
   auto tensors = model::weights_place(folder.weights, m.device, m.dtype, "model " + folder.path, "evaluate");

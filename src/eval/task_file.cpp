@@ -49,6 +49,9 @@ TaskDoc task_doc_parse(const json& j, const std::string& target_delimiter, const
       throw fail("every choice must be a non-empty string");
     doc.choices.push_back(c.get<std::string>());
   }
+  // The argmax over one loglikelihood is always the gold: the question would score 100 % for any model.
+  if (doc.choices.size() == 1)
+    throw fail("\"choices\" has 1 choice: a question needs 2 or more (with one, every model scores it correct)");
   if (!j.contains("gold")) throw fail("missing integer field \"gold\"");
   if (!j["gold"].is_number_integer()) throw fail("\"gold\" must be an integer");
   doc.gold = j["gold"].get<int64_t>();

@@ -1,6 +1,7 @@
 // config.json parsing and writing for the supported families (model_family.h), RoPE scaling included.
 #include "linear_ard/io/hf_config.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +29,8 @@ std::optional<int64_t> config_int(const json& obj, const std::string& key, const
                                   int64_t min_value) {
   const json* v = config_find(obj, key);
   if (!v) return std::nullopt;
+  // 9.2e18 and beyond has no int64 (the cast would be undefined): no size is that large.
+  if (v->is_number_float() && std::abs(v->get<double>()) >= 9.2e18) config_error(path, "is beyond any size", *v);
   // 4096.0 is an integer in JSON's number model; transformers accepts it.
   const bool integral = v->is_number_integer() ||
                         (v->is_number_float() &&

@@ -2,6 +2,8 @@
 #include "linear_ard/model/llama_weights.h"
 
 #include <functional>
+#include <regex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -64,6 +66,42 @@ std::string shape_string(c10::IntArrayRef shape) {
   return s + "]";
 }
 
+// The layer-tensor names a config may imply (biases included: a checkpoint may carry those its
+// config does not announce), and the one transformers ignores (old checkpoints' saved RoPE buffer).
+bool layer_tensor_known(const std::string& suffix) {
+  static const std::set<std::string> known{
+      "input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+      "self_attn.v_proj.weight", "self_attn.o_proj.weight",        "self_attn.q_proj.bias",   "self_attn.k_proj.bias",
+      "self_attn.v_proj.bias",   "self_attn.o_proj.bias",          "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+      "mlp.down_proj.weight",    "mlp.gate_proj.bias",             "mlp.up_proj.bias",        "mlp.down_proj.bias",
+      "self_attn.rotary_emb.inv_freq"};
+  return known.count(suffix) > 0;
+}
+
+// The first of `tensors` the config has no place for: a layer at or beyond num_hidden_layers (a
+// config.json that lost layers would otherwise evaluate a shorter model without a word), or a
+// name of another architecture (its weights would be dropped).
+std::optional<WeightsMismatch> llama_weights_unexpected(const ModelConfig& c,
+                                                        const std::map<std::string, torch::Tensor>& tensors) {
+  static const std::regex layer(R"(model\.layers\.(\d{1,18})\.(.+))");
+  for (const auto& [name, t] : tensors) {
+    if (name == "model.embed_tokens.weight" || name == "model.norm.weight" || name == "lm_head.weight") continue;
+    std::smatch m;
+    if (std::regex_match(name, m, layer)) {
+      const int64_t index = std::stoll(m[1].str());
+      if (index >= c.num_hidden_layers)
+        return WeightsMismatch{name, name + " belongs to layer " + std::to_string(index) + ", but num_hidden_layers=" +
+                                         std::to_string(c.num_hidden_layers) + " gives layers 0 to " +
+                                         std::to_string(c.num_hidden_layers - 1) +
+                                         ": the weights hold more layers than the config"};
+      if (layer_tensor_known(m[2].str())) continue;
+    }
+    return WeightsMismatch{name, "unexpected tensor " + name + ": no tensor of that name is part of a " +
+                                     c.model_type + " model (LLaMA-family layout)"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<WeightsMismatch> llama_weights_mismatch(const ModelConfig& config,
@@ -79,6 +117,7 @@ std::optional<WeightsMismatch> llama_weights_mismatch(const ModelConfig& config,
     }
     return !mismatch;
   });
+  if (!mismatch) mismatch = llama_weights_unexpected(config, tensors);
   return mismatch;
 }
 

@@ -1,4 +1,4 @@
-// memory_fit: free memory of a device and the parameters-fit check.
+// memory_fit: free memory of a device, the parameters-fit check, memory plans and their estimates.
 #include "linear_ard/model/memory_fit.h"
 
 #include <unistd.h>
@@ -77,6 +77,61 @@ void memory_fit_check(double parameters, torch::ScalarType dtype, torch::Device 
   throw std::invalid_argument(what + " gives " + count + " parameters (" + memory_bytes_text(bytes) + " in " +
                               c10::toString(dtype) + "), more than the " + memory_bytes_text(available) +
                               " of memory available on " + device.str());
+}
+
+std::string memory_plan_text(const MemoryPlan& plan) {
+  std::string text;
+  for (const MemoryPart& p : plan.parts)
+    text += (text.empty() ? "" : " + ") + p.what + " " + memory_bytes_text(p.bytes) + (p.host ? " (host)" : "");
+  return text;
+}
+
+std::string memory_plan_check(const MemoryPlan& plan, torch::Device device) {
+  double on_device = 0, on_host = 0;
+  for (const MemoryPart& p : plan.parts) (p.host && device.is_cuda() ? on_host : on_device) += p.bytes;
+  const auto need_text = [&](double need) {
+    return plan.what + " needs an estimated " + memory_bytes_text(need) + " (" + memory_plan_text(plan) + ")";
+  };
+  const auto refuse = [&](double need, torch::Device where) {
+    const auto available = static_cast<double>(memory_available(where));
+    if (need > available)
+      throw std::invalid_argument(need_text(need) + ", more than the " + memory_bytes_text(available) +
+                                  " of memory available on " + where.str());
+    return available;
+  };
+  const double available = refuse(on_device, device);
+  if (on_host > 0) refuse(on_host, torch::kCPU);
+  return need_text(on_device) + " of the " + memory_bytes_text(available) + " available on " + device.str();
+}
+
+double memory_layer_elements(const ModelConfig& c) {
+  const double d = static_cast<double>(model_config_head_dim(c));
+  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double q = static_cast<double>(c.num_attention_heads) * d, kv = static_cast<double>(c.num_key_value_heads) * d;
+  return 6 * h + 2 * (q + 2 * kv) + 3 * q + 4 * f;
+}
+
+double memory_weights_bytes(const ModelConfig& c, torch::ScalarType dtype) {
+  return model_config_param_count(c) * static_cast<double>(c10::elementSize(dtype));
+}
+
+double memory_forward_bytes(const ModelConfig& c, double tokens, torch::ScalarType dtype) {
+  return tokens * (2 * static_cast<double>(c.hidden_size) + memory_layer_elements(c)) *
+         static_cast<double>(c10::elementSize(dtype));
+}
+
+double memory_backward_bytes(const ModelConfig& c, double tokens, double layers, torch::ScalarType dtype) {
+  return tokens * layers * memory_layer_elements(c) * static_cast<double>(c10::elementSize(dtype));
+}
+
+double memory_kv_cache_bytes(const ModelConfig& c, double positions, torch::ScalarType dtype, bool cpu) {
+  const double kv = static_cast<double>(c.num_key_value_heads * model_config_head_dim(c));
+  const double layers = static_cast<double>(c.num_hidden_layers) + (cpu ? 1 : 0);
+  return 2 * layers * kv * positions * static_cast<double>(c10::elementSize(dtype));
+}
+
+double memory_logits_bytes(const ModelConfig& c, double positions) {
+  return 3 * positions * static_cast<double>(c.vocab_size) * 4;
 }
 
 }  // namespace linear_ard::model

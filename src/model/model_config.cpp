@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -10,6 +11,13 @@
 #include "linear_ard/model/model_family.h"  // defines: model_family_of, SlidingRule
 
 namespace linear_ard::model {
+namespace {
+
+// The most positions a model may claim: 2^24, past which positions are not exact in fp32, the
+// dtype RoPE angles are computed in (position x frequency, as in transformers).
+constexpr int64_t model_max_positions = int64_t{1} << 24;
+
+}  // namespace
 
 const char* rope_type_name(RopeType type) {
   switch (type) {
@@ -144,6 +152,22 @@ void model_config_validate(const ModelConfig& c) {
   need(c.layer_types.empty() || static_cast<int64_t>(c.layer_types.size()) == c.num_hidden_layers,
        "layer_types must have num_hidden_layers entries");
   need(c.hidden_act == "silu", "hidden_act \"" + c.hidden_act + "\" is not supported (silu only)");
+  const auto positions_ok = [](int64_t n) { return n <= model_max_positions; };
+  const std::string positions_why = " (2^24: positions past it are not exact in fp32, where RoPE angles are computed)";
+  need(positions_ok(c.max_position_embeddings), "max_position_embeddings must be <= " +
+                                                    std::to_string(model_max_positions) + positions_why + ", got " +
+                                                    std::to_string(c.max_position_embeddings));
+  for (const auto& original : {c.original_max_position_embeddings, c.rope.original_max_position_embeddings})
+    need(!original || positions_ok(*original), "original_max_position_embeddings must be <= " +
+                                                   std::to_string(model_max_positions) + positions_why + ", got " +
+                                                   std::to_string(original.value_or(0)));
+  // A factor below 1 shrinks the context it claims to extend (transformers warns for each type).
+  if (c.rope.factor && !(*c.rope.factor >= 1)) {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%g", *c.rope.factor);
+    need(false, std::string("rope factor of rope type ") + rope_type_name(c.rope.type) +
+                    " must be >= 1 (a factor below 1 shrinks the context it extends), got " + factor);
+  }
   if (const auto key = rope_config_missing(c.rope))
     need(false, std::string("rope type ") + rope_type_name(c.rope.type) + " needs " + *key);
   if (c.rope.type == RopeType::kLlama3)

@@ -3,7 +3,8 @@
 
 #include <stdexcept>
 
-#include "linear_ard/model/memory_fit.h"  // defines: memory_fit_check
+#include "linear_ard/model/memory_fit.h"           // defines: memory_fit_check
+#include "linear_ard/model/weights_dtype_check.h"  // defines: weights_dtype_swapped
 
 namespace linear_ard::model {
 namespace {
@@ -39,6 +40,10 @@ std::map<std::string, torch::Tensor> weights_place(const std::map<std::string, t
   double parameters = 0;
   for (const auto& [name, t] : tensors) parameters += static_cast<double>(t.numel());
   memory_fit_check(parameters, dtype, device, owner);
+  // F16 and BF16 take the same bytes: a header naming the wrong one passes every size check and
+  // gives finite nonsense (a perplexity of 1e43), so the values are sampled before anything runs.
+  if (const auto swapped = weights_dtype_swapped(tensors))
+    throw std::invalid_argument(owner + ": " + *swapped + "; refusing to " + use + " them");
   std::map<std::string, torch::Tensor> placed;
   std::string broken;
   for (const auto& [name, t] : tensors) {

@@ -10,10 +10,16 @@
 
 namespace linear_ard::train {
 
-io::HfFolder pretrain_folder_init(const PretrainConfig& p, const io::Tokenizer& tokenizer, uint64_t seed) {
-  namespace fs = std::filesystem;
-  using nlohmann::json;
-  const std::string key = "config key 'pretrain.model'";
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string key = "config key 'pretrain.model'";
+
+}  // namespace
+
+io::HfFolder pretrain_folder_config(const PretrainConfig& p, const io::Tokenizer& tokenizer) {
   json j;
   if (p.model.is_string()) {
     const std::string path = p.model.get<std::string>();
@@ -56,6 +62,15 @@ io::HfFolder pretrain_folder_init(const PretrainConfig& p, const io::Tokenizer& 
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(key + ": " + e.what());
   }
+  for (const char* name : io::hf_tokenizer_file_names) {
+    const fs::path f = fs::path(p.tokenizer) / name;
+    if (fs::is_regular_file(f)) folder.tokenizer_files[name] = f.string();
+  }
+  return folder;
+}
+
+void pretrain_folder_weights(io::HfFolder& folder, const PretrainConfig& p, uint64_t seed) {
+  const bool bf16 = p.save_dtype == SaveDtype::kBf16;
   model::LlamaWeights w;
   try {  // refuses a shape whose parameters cannot fit in memory, before drawing any
     w = model::llama_weights_random(folder.model_config, bf16 ? torch::kBFloat16 : torch::kFloat, torch::kCPU, seed,
@@ -67,11 +82,6 @@ io::HfFolder pretrain_folder_init(const PretrainConfig& p, const io::Tokenizer& 
   for (auto& [name, t] : w.tensors)
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) t.zero_();
   folder.weights = std::move(w.tensors);
-  for (const char* name : io::hf_tokenizer_file_names) {
-    const fs::path f = fs::path(p.tokenizer) / name;
-    if (fs::is_regular_file(f)) folder.tokenizer_files[name] = f.string();
-  }
-  return folder;
 }
 
 }  // namespace linear_ard::train

@@ -10,9 +10,11 @@
 #include "linear_ard/io/tokenizer.h"             // defines: tokenizer_load
 #include "linear_ard/train/metrics_log.h"        // defines: progress_break
 #include "linear_ard/train/pretrain_eval.h"      // defines: pretrain_evaluate
-#include "linear_ard/train/pretrain_init.h"      // defines: pretrain_folder_init
+#include "linear_ard/model/memory_fit.h"         // defines: memory_plan_check
+#include "linear_ard/train/pretrain_init.h"      // defines: pretrain_folder_config, pretrain_folder_weights
 #include "linear_ard/train/restore_objective.h"  // defines: objective_lm
 #include "run.h"                                 // defines: Run, run_progress_start
+#include "run_memory.h"                          // defines: run_memory_plan
 #include "run_loop.h"                            // defines: run_stages
 #include "run_result.h"                          // defines: run_result_write
 
@@ -30,7 +32,14 @@ RunPlan pretrain_plan(const RestoreConfig& config, const SampleMaker& passkey_sa
   if (!fs::is_directory(c.pretrain.tokenizer))
     throw std::invalid_argument("config key 'pretrain.tokenizer': folder " + c.pretrain.tokenizer + " does not exist");
   plan.tokenizer = io::tokenizer_load(c.pretrain.tokenizer);
-  plan.teacher = pretrain_folder_init(c.pretrain, *plan.tokenizer, c.seed);
+  plan.teacher = pretrain_folder_config(c.pretrain, *plan.tokenizer);
+  // Training holds fp32 masters and AdamW beside the weights: planned before a weight is drawn.
+  const model::ModelConfig& shape = plan.teacher.model_config;
+  model::memory_plan_check(run_memory_plan(c, shape, plan.dtype, shape.num_hidden_layers - 1,
+                                           "config key 'pretrain.model' (" + model::model_config_sizes_text(shape) +
+                                               "): pretrain"),
+                           plan.device);
+  pretrain_folder_weights(plan.teacher, c.pretrain, c.seed);
   plan.student_config = plan.teacher.model_config;
   plan.mix = {c.pretrain.passkey_fraction, c.seed, c.pretrain.answer_weight, passkey_sample};
   run_plan_finish(plan);

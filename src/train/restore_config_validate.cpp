@@ -55,10 +55,28 @@ void student_rope_validate(const json& rope) {
   if (!type) throw std::invalid_argument("config key 'student_rope.rope_type': " + type_error);
   if (type == model::RopeType::kDefault)
     throw std::invalid_argument("config key 'student_rope': rope_type default is the teacher's own RoPE; nothing to restore");
+  // YAML's .inf and .nan are numbers to it: every entry of a rope dict is a finite quantity.
+  for (const auto& [k, v] : rope.items())
+    if (v.is_number_float() && !std::isfinite(v.get<double>()))
+      key_error("student_rope." + k, std::string("must be a finite number, got ") +
+                                         (std::isnan(v.get<double>()) ? ".nan" : v.get<double>() > 0 ? ".inf" : "-.inf"));
   const json* factor = rope.contains("factor") ? &rope["factor"] : nullptr;
   key_check(factor && factor->is_number(), "student_rope", "needs a numeric factor (the context extension ratio)");
   // Below 1 the student would claim a shorter context than the teacher's (transformers warns, we stop).
   key_check(factor->get<double>() >= 1, "student_rope.factor", "must be >= 1 (the context extension ratio), got " + factor->dump());
+}
+
+// A factor of 1 (any type but longrope, whose factors are per frequency) leaves the student's RoPE
+// the teacher's: the relation and hidden-state objectives compare a model with itself, every loss is
+// 0 and nothing trains. The CPT baseline still has a next-token loss to train on.
+void student_rope_changes_check(const RestoreConfig& c) {
+  const json& rope = c.student_rope;
+  const std::string type = rope.contains("rope_type") ? rope["rope_type"].get<std::string>() : rope.value("type", "");
+  if (c.method == Method::kCpt || type == "longrope" || rope["factor"].get<double>() != 1) return;
+  key_error("student_rope.factor", "(1) leaves the student's RoPE equal to the teacher's: method " +
+                                       std::string(enum_name(c.method)) +
+                                       " would compare the model with itself (every loss 0, nothing trained); give "
+                                       "the context extension ratio, e.g. 4");
 }
 
 // A pretraining run (`pretrain.model` set) has no teacher and no scaled RoPE: it trains every
@@ -166,6 +184,7 @@ void config_validate(const RestoreConfig& c) {
   } else {
     key_check(!c.teacher.empty(), "teacher", "is required (HF model folder of the native-RoPE model)");
     student_rope_validate(c.student_rope);
+    student_rope_changes_check(c);
   }
   key_check(!c.output.empty(), "output", "is required (folder the run writes)");
   key_check(!c.data.empty(), "data", "is required (list of text or JSONL files)");

@@ -1,6 +1,7 @@
 // restore_config_values: YAML <-> the config's member types.
 #include "restore_config_values.h"
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -92,6 +93,9 @@ void value_parse(const YAML::Node& v, const std::string& key, uint64_t& out, con
 }
 void value_parse(const YAML::Node& v, const std::string& key, double& out, const char* what) {
   out = scalar_as<double>(v, key, what ? what : "a number");
+  // YAML reads .inf and .nan as numbers; no key of the config has a use for them (an infinite lr or
+  // factor only surfaces later, as NaN losses or an overflowed integer).
+  if (!std::isfinite(out)) key_error(key, "must be a finite number, got " + v.Scalar());
 }
 void value_parse(const YAML::Node& v, const std::string& key, bool& out, const char* what) {
   out = scalar_as<bool>(v, key, what ? what : "true or false");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "linear_ard/train/fused_adamw.h"  // defines: FusedAdamW
 #include "linear_ard/train/lr_schedule.h"  // defines: lr_schedule_at
 #include "linear_ard/train/metrics_log.h"  // defines: progress_print, progress_break, memory_peak_bytes
+#include "linear_ard/train/run_signal.h"   // defines: RunSignals, RunInterrupted
 #include "linear_ard/train/step_profile.h" // defines: StepProfile
 #include "run_batches.h"                   // defines: batch_source
 #include "run_divergence.h"                // defines: loss_diverged, eval_nonfinite
@@ -153,12 +155,14 @@ class StageLoop {
     run_.selection.observe(record, *run_.model.trainables);
   }
 
-  // The checkpoint after `global` when one is due; false when stop_after_step ends the run here.
+  // The checkpoint after `global` when one is due (stop_after_step, checkpoint_every, a signal);
+  // false when stop_after_step ends the run here; RunInterrupted after a signal's checkpoint.
   bool step_checkpoint(int64_t step, int64_t global, bool evaluated) {
     const RunPlan& plan = run_.plan;
     const bool stop = global == c_.stop_after_step;
+    const int signal = signal_agreed();
     // Every rank holds the same trainables, optimizer and generator state; rank 0 writes them.
-    if (plan.main_rank && (stop || (c_.checkpoint_every > 0 && global % c_.checkpoint_every == 0))) {
+    if (plan.main_rank && (stop || signal || (c_.checkpoint_every > 0 && global % c_.checkpoint_every == 0))) {
       const RunProgress& progress = run_.progress;
       checkpoint_save(c_.output,
                       {global, stage_.stage, step, step * stage_.batch_size * stage_.grad_accum, progress.tokens,
@@ -166,11 +170,32 @@ class StageLoop {
                       *run_.model.trainables, optimizer_);
       keeper_.saved(global, evaluated);
     }
+    if (signal) {
+      progress_break();
+      throw RunInterrupted(signal, plan.name + ": interrupted by " + run_signal_name(signal) + " after step " +
+                                       std::to_string(global) + ": " + checkpoint_name(global) +
+                                       " written; run the same command with resume=true to continue from it");
+    }
     if (!stop) return true;
     progress_break();
     std::printf("%s: stopped after step %ld (stop_after_step); resume=true continues from %s\n", plan.name.c_str(),
-                static_cast<long>(global), (fs::path(c_.output) / ("checkpoint-" + std::to_string(global))).c_str());
+                static_cast<long>(global), checkpoint_name(global).c_str());
     return false;
+  }
+
+  std::string checkpoint_name(int64_t global) const {
+    return (fs::path(c_.output) / ("checkpoint-" + std::to_string(global))).string();
+  }
+
+  // The signal this process received (RunSignals), agreed over the ranks: a rank that received
+  // none stops too, as if by SIGTERM, so that every rank writes and stops after the same step.
+  int signal_agreed() const {
+    const int own = RunSignals::pending();
+    const dist::Distributed* d = run_.plan.dist.get();
+    if (!d) return own;
+    torch::Tensor any = torch::full({1}, own != 0 ? 1.0 : 0.0, torch::TensorOptions(torch::kFloat).device(d->device()));
+    d->all_reduce_sum(any, "agreeing on a stop signal");
+    return any.item<float>() == 0 ? 0 : own != 0 ? own : SIGTERM;
   }
 
   Run& run_;
@@ -187,6 +212,9 @@ class StageLoop {
 }  // namespace
 
 bool run_stages(Run& run) {
+  // SIGINT / SIGTERM from here on finish the step and checkpoint (step_checkpoint); before the
+  // loop and after it they end the process as usual (what they leave is cleared by the next run).
+  const RunSignals signals;
   const RunPlan& plan = run.plan;
   const RestoreConfig& c = plan.config;
   CheckpointKeeper keeper(c.output, plan.main_rank,

@@ -11,7 +11,8 @@ namespace linear_ard::train {
 // diverged run (a non-finite loss, gradient norm or held-out evaluation, or a step loss above
 // config.divergence_factor x its stage's first loss) throws std::runtime_error saying so, after
 // removing the checkpoint that led to it: the last good one stays (CheckpointKeeper), and nothing
-// else is written.
+// else is written. SIGINT or SIGTERM during the loop finish the current step, write its checkpoint
+// and throw RunInterrupted naming it.
 bool run_stages(Run& run);
 
 }  // namespace linear_ard::train

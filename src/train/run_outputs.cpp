@@ -4,7 +4,8 @@
 #include <filesystem>
 
 #include "linear_ard/io/file_atomic.h"  // defines: file_write_atomic
-#include "output_folder.h"              // defines: output_prepare, output_stale_remove
+#include "output_folder.h"              // defines: output_prepare, output_stale_remove, output_marker_*
+#include "run_inputs.h"                 // defines: run_inputs_record
 
 namespace linear_ard::train {
 
@@ -12,8 +13,11 @@ RunOutputs::RunOutputs(const RunPlan& plan, const ResumePoint& resume) {
   const auto open = [&] {
     if (!plan.main_rank) return;
     const std::filesystem::path out(plan.config.output);
-    if (!resume.checkpoint) output_prepare(plan.config);
+    // What the run reads, recorded first: a resumed run checks it (run_resume.h).
+    const nlohmann::json marker = {{"command", plan.name}, {"inputs", run_inputs_record(plan.config)}};
+    if (!resume.checkpoint) output_prepare(plan.config, marker);
     else output_stale_remove(plan.config.output);
+    if (resume.checkpoint && !output_marker_read(plan.config.output)) output_marker_write(plan.config.output, marker);
     io::file_write_atomic((out / "resolved_config.yaml").string(), restore_config_to_yaml(plan.config));
     metrics_.emplace((out / "metrics.jsonl").string());
     for (const auto& r : resume.records) metrics_->append(r);

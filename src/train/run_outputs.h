@@ -1,6 +1,7 @@
-// RunOutputs: the third phase of a training run: the output folder prepared (fresh runs) or
-// cleared of an interrupted run's temporaries (resumed ones), resolved_config.yaml, and the metrics
-// log holding a resumed run's previous lines. Private to src/train.
+// RunOutputs: the third phase of a training run: the output folder prepared and marked with the
+// run's identity and input fingerprints (fresh runs: output_prepare) or cleared of an interrupted
+// run's temporaries (resumed ones), resolved_config.yaml, and the metrics log holding a resumed
+// run's previous lines. Private to src/train.
 #pragma once
 
 #include <optional>

@@ -10,7 +10,9 @@
 #include <ATen/Context.h>
 
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
+#include "linear_ard/model/memory_fit.h"     // defines: memory_plan_check
 #include "linear_ard/model/weights_place.h"  // defines: weights_place
+#include "run_memory.h"                      // defines: run_memory_plan
 
 namespace linear_ard::train {
 namespace {
@@ -159,6 +161,15 @@ void weights_place(RunPlan& plan) {
   plan.model_tensors = model::weights_place(plan.teacher.weights, plan.device, plan.dtype, owner, "train on");
 }
 
+// The run's peak planned before anything proportional to it is built (run_memory.h): refused with
+// the estimate and the device's free memory, else printed with them.
+void memory_plan(const RunPlan& plan) {
+  const model::MemoryPlan p =
+      run_memory_plan(plan.config, plan.teacher.model_config, plan.dtype, plan.last_trainable_layer, plan.name);
+  const std::string planned = model::memory_plan_check(p, plan.device);
+  if (plan.main_rank) std::printf("%s\n", planned.c_str());
+}
+
 // The output folder locked by rank 0 (created when missing); every rank learns whether it was.
 void output_lock(RunPlan& plan) {
   const auto lock = [&] {
@@ -204,6 +215,7 @@ void run_plan_finish(RunPlan& plan) {
   // the whole model.
   const bool whole_model = c.method != Method::kArd || c.objective.logit_kl > 0 || c.stage2.steps > 0;
   plan.last_trainable_layer = whole_model ? num_layers - 1 : plan.layers.back();
+  memory_plan(plan);
   validation_lengths_check(plan);
   streams_open(plan);
   blocks_open(plan);

@@ -56,7 +56,8 @@ RunPlan run_plan_begin(const RestoreConfig& config, const std::string& name);
 // With plan.teacher, plan.student_config, plan.tokenizer set: ctx_len, stage2.ctx_len and
 // val_ctx_len against the native and extended lengths (at least 2 tokens; a warning on stderr
 // below 16, and for a warmup longer than its stage), the passkey lengths, the distilled and
-// trainable layers, the validation blocks and each stage's blocks (sharded over the ranks,
+// trainable layers, the memory plan (run_memory.h: refused when it
+// cannot fit, else printed), the validation blocks and each stage's blocks (sharded over the ranks,
 // shuffled), the weights placed and checked finite (an error naming each tensor that is not); with
 // `deterministic`, torch's deterministic algorithms; last, the output folder locked (OutputLock).
 void run_plan_finish(RunPlan& plan);

@@ -15,6 +15,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// The folder is this run's (locked and marked; a fresh run's was emptied of what runs write): a
+// model/ or scaled/ already there is the final write of an attempt of this run killed after it,
+// which a resumed run replaces whole (the folder swap), as it does adapters/.
+io::HfFolderSaveOptions final_save() {
+  io::HfFolderSaveOptions options;
+  options.overwrite = true;
+  return options;
+}
+
 // The LoRA adapters alone in PEFT's format, written beside and renamed: whole or not at all.
 void adapters_write(const RunPlan& plan, const RunModel& model) {
   const fs::path out(plan.config.output);
@@ -23,7 +32,7 @@ void adapters_write(const RunPlan& plan, const RunModel& model) {
   io::HfFolder scaled = plan.teacher;
   scaled.path.clear();
   scaled.model_config = plan.student_config;
-  io::hf_folder_save((out / "scaled").string(), scaled);
+  io::hf_folder_save((out / "scaled").string(), scaled, final_save());
   // Written beside, then renamed: the adapters folder appears whole or not at all.
   const fs::path adapters = out / "adapters", tmp = out / "adapters.tmp";
   fs::remove_all(tmp);
@@ -99,7 +108,7 @@ void run_result_write(Run& run) {
   trained.model_config = plan.student_config;
   trained.weights = run.model.trainables->merged(plan.teacher.weights);
   const std::string model_dir = (out / "model").string();
-  io::hf_folder_save(model_dir, trained);
+  io::hf_folder_save(model_dir, trained, final_save());
   if (plan.config.save_adapters) adapters_write(plan, run.model);
   io::json_file_write((out / "training_summary.json").string(), summary_make(run, model_dir));
   run.selection.files_remove();

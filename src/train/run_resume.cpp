@@ -2,9 +2,13 @@
 // the metrics lines it had written up to it.
 #include "run_resume.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include "output_folder.h"  // defines: output_marker_read
+#include "run_inputs.h"     // defines: run_inputs_verify
 
 namespace linear_ard::train {
 namespace {
@@ -22,6 +26,18 @@ std::vector<json> metrics_read(const std::string& path, int64_t step) {
     if (r.value("step", int64_t{0}) <= step) records.push_back(std::move(r));
   }
   return records;
+}
+
+// The teacher, tokenizer and data files against those the run recorded in its marker when it
+// started (run_inputs.h); a folder of a run that recorded none is resumed with a warning.
+void inputs_verify(const RestoreConfig& c) {
+  const std::optional<json> marker = output_marker_read(c.output);
+  if (!marker || !marker->contains("inputs")) {
+    std::fprintf(stderr, "linear-ard: warning: output %s holds no record of the inputs its run started from: the "
+                 "teacher, tokenizer and data files are not checked against them\n", c.output.c_str());
+    return;
+  }
+  run_inputs_verify(marker->at("inputs"), c);
 }
 
 }  // namespace
@@ -52,6 +68,11 @@ ResumePoint run_resume_find(const RunPlan& plan) {
                                 std::to_string(resume.state->world_size) + " process(es) and this run has " +
                                 std::to_string(plan.world) + " (WORLD_SIZE): the data shards and the global batch "
                                 "depend on it; resume with the same number");
+  const auto verify = [&] {
+    if (plan.main_rank) inputs_verify(c);
+  };
+  if (plan.dist) plan.dist->run_agreed("checking the run's inputs", verify);
+  else verify();
   resume.records = metrics_read((std::filesystem::path(c.output) / "metrics.jsonl").string(), resume.state->step);
   return resume;
 }

@@ -14,7 +14,9 @@
 
 namespace linear_ard::train {
 
-// Empty for a fresh run.
+// Empty for a fresh run. A resumed one is checked to be this run's: the same config (but for the
+// keys about stopping), the same number of processes, and the teacher, tokenizer and data files the
+// run recorded when it started (run_inputs.h), each difference named.
 struct ResumePoint {
   std::optional<std::string> checkpoint;
   std::optional<CheckpointState> state;

@@ -31,7 +31,40 @@ std::vector<std::string> qkv_names(const io::TensorMap& checkpoint, int64_t last
   return names;
 }
 
+// The (out, in) sides of each projection an adapter of `mode` wraps in one layer.
+std::vector<std::pair<double, double>> adapted_sides(Trainable mode, const model::ModelConfig& c) {
+  const auto d = static_cast<double>(model::model_config_head_dim(c));
+  const auto h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double q = static_cast<double>(c.num_attention_heads) * d, kv = static_cast<double>(c.num_key_value_heads) * d;
+  std::vector<std::pair<double, double>> sides{{q, h}, {kv, h}, {kv, h}};
+  if (mode == Trainable::kLoraAll) sides.insert(sides.end(), {{h, q}, {f, h}, {f, h}, {h, f}});
+  return sides;
+}
+
 }  // namespace
+
+double trainable_parameters_planned(Trainable mode, const LoraConfig& lora, const model::ModelConfig& c,
+                                    int64_t last_layer) {
+  const auto layers = static_cast<double>(last_layer + 1);
+  if (mode == Trainable::kFull) return model::model_config_param_count(c);
+  if (mode == Trainable::kQkv) {
+    const auto sides = adapted_sides(mode, c);
+    double per_layer = 0;
+    for (const auto& [out, in] : sides) per_layer += out * in + (model::model_config_qkv_bias(c) ? out : 0);
+    return layers * per_layer;
+  }
+  double per_layer = 0, smallest = 0;
+  for (const auto& [out, in] : adapted_sides(mode, c)) {
+    per_layer += static_cast<double>(lora.rank) * (out + in);
+    smallest = smallest == 0 ? std::min(out, in) : std::min({smallest, out, in});
+  }
+  if (static_cast<double>(lora.rank) > smallest)
+    throw std::invalid_argument("config key 'lora.rank' (" + std::to_string(lora.rank) +
+                                ") exceeds the smaller side of an adapted matrix (" +
+                                std::to_string(static_cast<int64_t>(smallest)) +
+                                "): a rank beyond it adds no capacity, only memory");
+  return layers * per_layer;
+}
 
 TrainableSet::TrainableSet(Trainable mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
                            const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device)

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,6 +91,26 @@ def tensor_set(name, index, value):
     def edit(tensors):
         tensors[name][index] = value
     return edit
+
+
+def header_dtype_swap(old, new):
+    """The safetensors header with every `old` dtype named `new` (the bytes untouched: same sizes for
+    F16 and BF16), padded with spaces to keep the data 8-byte aligned."""
+    def edit(data):
+        n = struct.unpack("<Q", data[:8])[0]
+        header = json.loads(data[8:8 + n])
+        for name, entry in header.items():
+            if name != "__metadata__" and entry["dtype"] == old:
+                entry["dtype"] = new
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        return struct.pack("<Q", len(text)) + text + data[8 + n:]
+    return edit
+
+
+def as_f16_under_bf16_header(folder):
+    tensors_edit(lambda t: t.update({k: v.to(torch.float16) for k, v in t.items()}))(folder)
+    weights_bytes(header_dtype_swap("F16", "BF16"))(folder)
 
 
 def sharded_with_missing_shard(folder):
@@ -163,6 +184,22 @@ CASES = {
                                     ["model.layers.0.mlp.gate_proj.weight has shape [768, 256]", "[700, 256]"]),
     "config_smaller_vocab": (config_edit(vocab_size=1000), HEADERS,
                              ["model.embed_tokens.weight has shape [2048, 256]", WEIGHTS]),
+    # tensors the config has no place for: a config.json that lost a layer, another architecture's tensor
+    "config_one_layer_fewer": (config_edit(num_hidden_layers=3), HEADERS,
+                               ["model.layers.3.", "belongs to layer 3, but num_hidden_layers=3 gives layers 0 to 2",
+                                WEIGHTS]),
+    "tensor_of_another_architecture": (tensors_edit(lambda t: t.update(
+        {"model.layers.0.self_attn.q_norm.weight": torch.ones(64, dtype=torch.bfloat16)})), HEADERS,
+        ["unexpected tensor model.layers.0.self_attn.q_norm.weight"]),
+    # positions and RoPE factors no model can have
+    "huge_max_position_embeddings": (config_edit(max_position_embeddings=10**18), HEADERS,
+                                     ["max_position_embeddings must be <= 16777216", "1000000000000000000"]),
+    "max_position_embeddings_beyond_int64": (config_edit(max_position_embeddings=1e20), HEADERS,
+                                             ["max_position_embeddings is beyond any size"]),
+    "dynamic_factor_below_one": (config_edit(rope_scaling={"rope_type": "dynamic", "factor": 0.5}), HEADERS,
+                                 ["rope factor of rope type dynamic must be >= 1", "got 0.5"]),
+    "linear_factor_below_one": (config_edit(rope_scaling={"rope_type": "linear", "factor": 0.25}), HEADERS,
+                                ["rope factor of rope type linear must be >= 1", "got 0.25"]),
     # model.safetensors
     "weights_missing": (remove(WEIGHTS), HEADERS, ["holds neither model.safetensors"]),
     "weights_empty": (weights_bytes(lambda d: b""), HEADERS, [WEIGHTS, "truncated file: 0 bytes"]),
@@ -184,6 +221,12 @@ CASES = {
                    ["non-finite weights", UP + " (1 NaN, 0 Inf of 196608 values)"]),
     "weight_inf_norm": (tensors_edit(tensor_set("model.norm.weight", 0, float("inf"))), VALUES,
                         ["non-finite weights", "model.norm.weight (0 NaN, 1 Inf of 256 values)"]),
+    # F16 and BF16 take the same bytes: a header naming the wrong one is found from the values
+    "bf16_data_under_f16_header": (weights_bytes(header_dtype_swap("BF16", "F16")), VALUES,
+                                   ["is stored as F16, but its values read so have RMS",
+                                    "(BF16 data under an F16 header)"]),
+    "f16_data_under_bf16_header": (as_f16_under_bf16_header, VALUES,
+                                   ["is stored as BF16", "(F16 data under a BF16 header)"]),
     "weight_nan_and_inf": (tensors_edit(lambda t: (tensor_set(UP, (0, 0), float("nan"))(t),
                                                    tensor_set(DOWN, (1, 1), float("-inf"))(t))), VALUES,
                            [UP + " (1 NaN", DOWN + " (0 NaN, 1 Inf"]),
@@ -295,6 +338,8 @@ TASK_CASES = {
     "continuation_empty": ([{"context": "c", "continuation": ""}], 1, "\"continuation\" must be a non-empty string"),
     "kinds_mixed": ([GOOD, {"context": "c", "continuation": "x"}], 2, "line in a"),
     "bad_line_after_good_ones": ([GOOD, GOOD, "not json"], 3, "not valid JSON"),
+    "single_choice": ([GOOD, {"context": "c", "choices": ["a"], "gold": 0}], 2,
+                      "\"choices\" has 1 choice: a question needs 2 or more"),
 }
 
 
@@ -354,4 +399,156 @@ def test_pretrain_of_a_shape_beyond_memory_is_refused_naming_the_number(key, val
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"config key 'pretrain.model'" in r.stderr and f"{key}={value}" in r.stderr, r.stderr
     assert "of memory available on cpu" in r.stderr, r.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+# ---- arguments: every numeric option of every subcommand checked before anything runs, a usage
+# error (exit status 2) naming the option and the value it got
+
+def args_cases(text, task, tmp):
+    ppl = ("eval", "ppl", DEMO, "--text", text, "--device", "cpu")
+    tasks = ("eval", "tasks", DEMO, "--tasks", task, "--device", "cpu")
+    passkey = ("eval", "passkey", DEMO, "--device", "cpu")
+    ruler = ("eval", "ruler", DEMO, "--device", "cpu")
+    compare = ("eval", "compare", DEMO, DEMO, "--names", "a", "b", "--device", "cpu")
+    tok = ("tokenizer-train", "--data", text, "--output", tmp / "tok")
+    requests = ("eval", "requests", DEMO, "--in", text, "--out", tmp / "answers.jsonl", "--device", "cpu")
+    return {
+        "ppl_ctx_one": ((*ppl, "--ctx", 1), "--ctx: must be an integer >= 2, got 1"),
+        "ppl_stride_negative": ((*ppl, "--ctx", 64, "--stride", -1), "--stride: must be an integer >= 0, got -1"),
+        "ppl_stride_beyond_ctx": ((*ppl, "--ctx", 64, 128, "--stride", 100), "--stride 100 exceeds --ctx 64"),
+        "ppl_batch_zero": ((*ppl, "--ctx", 64, "--batch-size", 0), "must be an integer >= 1, got 0"),
+        "tasks_limit_negative": ((*tasks, "--limit", -1), "--limit: must be an integer >= 0, got -1"),
+        "tasks_fewshot_negative": ((*tasks, "--num_fewshot", -1), "must be an integer >= 0, got -1"),
+        "tasks_batch_zero": ((*tasks, "--batch-size", 0), "must be an integer >= 1, got 0"),
+        "tasks_max_length_one": ((*tasks, "--max_length", 1), "must be 0 or an integer >= 2, got 1"),
+        "passkey_samples_zero": ((*passkey, "--lengths", 200, "--samples", 0), "--samples: must be an integer >= 1, got 0"),
+        "passkey_length_zero": ((*passkey, "--lengths", 0), "--lengths: must be an integer >= 1, got 0"),
+        "passkey_length_not_an_integer": ((*passkey, "--lengths", "1e12"), "--lengths: must be an integer >= 1, got 1e12"),
+        "passkey_depth_beyond_one": ((*passkey, "--lengths", 200, "--depths", 1.5), "must be a number in [0, 1], got 1.5"),
+        "passkey_depth_nan": ((*passkey, "--lengths", 200, "--depths", "nan"), "must be a number in [0, 1], got nan"),
+        "passkey_no_new_tokens": ((*passkey, "--lengths", 200, "--max-new-tokens", 0), "must be an integer >= 1, got 0"),
+        "ruler_samples_zero": ((*ruler, "--lengths", 200, "--samples", 0), "--samples: must be an integer >= 1, got 0"),
+        "ruler_length_negative": ((*ruler, "--lengths", -5), "--lengths: must be an integer >= 1, got -5"),
+        "compare_ctx_one": ((*compare, "--text", text, "--ctx", 1), "--ctx: must be an integer >= 2, got 1"),
+        "compare_limit_negative": ((*compare, "--tasks", task, "--limit", -3), "must be an integer >= 0, got -3"),
+        "compare_passkey_samples_zero": ((*compare, "--passkey-lengths", 200, "--passkey-samples", 0),
+                                         "must be an integer >= 1, got 0"),
+        "compare_stride_beyond_ctx": ((*compare, "--text", text, "--ctx", 64, "--stride", 65), "--stride 65 exceeds"),
+        "tokenizer_vocab_below_300": ((*tok, "--vocab-size", 100), "--vocab-size: must be an integer >= 300, got 100"),
+        "tokenizer_threads_negative": ((*tok, "--threads", -1), "--threads: must be an integer >= 0, got -1"),
+        "tokenizer_sentences_negative": ((*tok, "--max-sentences", -1), "must be an integer >= 0, got -1"),
+        "tokenizer_coverage_zero": ((*tok, "--character-coverage", 0), "must be a number in (0, 1], got 0"),
+        "tokenizer_coverage_above_one": ((*tok, "--character-coverage", 1.5), "must be a number in (0, 1], got 1.5"),
+        "requests_batch_zero": ((*requests, "--batch-size", 0), "must be an integer >= 1, got 0"),
+        "requests_max_length_one": ((*requests, "--max_length", 1), "must be 0 or an integer >= 2, got 1"),
+        "requests_no_generated_tokens": ((*requests, "--max_gen_toks", 0), "must be an integer >= 1, got 0"),
+    }
+
+
+ARG_CASES = list(args_cases(Path("t"), Path("t"), Path("t")))
+
+
+@pytest.mark.parametrize("case", ARG_CASES)
+def test_numeric_argument_out_of_range_is_a_usage_error(case, text, task, tmp_path):
+    args, message = args_cases(text, task, tmp_path)[case]
+    r = run(*args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "tok").exists() and not (tmp_path / "answers.jsonl").exists()
+
+
+def test_output_inside_the_model_or_over_an_input_is_refused(tmp_path, text, task):
+    model = tmp_path / "model"
+    shutil.copytree(DEMO, model)
+    config = (model / "config.json").read_bytes()
+    device = ("--device", "cpu")
+    stem = text.with_suffix("")  # -o STEM writes STEM.json: text.jsonl's neighbour, so make an input STEM.json
+    json_text = stem.with_suffix(".json")
+    json_text.write_text(json.dumps([{"text": "In the beginning God created the heaven and the earth. " * 8}]))
+    cases = [
+        (("eval", "ppl", model, "--text", text, "--ctx", 64, *device, "-o", model / "config"), "inside the model folder"),
+        (("eval", "ppl", model, "--text", json_text, "--ctx", 64, *device, "-o", stem), "one of the command's inputs"),
+        (("eval", "tasks", model, "--tasks", task, *device, "--output_path", model), "inside the model folder"),
+        (("eval", "tasks", model, "--tasks", task, *device, "-o", task.with_suffix("")), None),
+        (("eval", "passkey", model, "--lengths", 200, *device, "-o", model / "sub" / "report"), "inside the model folder"),
+        (("eval", "compare", DEMO, model, "--names", "a", "b", "--passkey-lengths", 200, *device, "-o", model / "r"),
+         "inside the model folder"),
+        (("eval", "requests", model, "--in", text, "--out", model / "answers.jsonl", *device), "inside the model folder"),
+        (("eval", "requests", model, "--in", text, "--out", text, *device), "one of the command's inputs"),
+        (("export-gguf", model, model / "model.gguf"), "inside the model folder"),
+    ]
+    for args, message in cases:
+        r = run(*args)
+        if message is None:  # choice.jsonl's stem writes choice.json and choice.md: neither is an input
+            assert r.returncode == 0, r.stderr
+            continue
+        assert r.returncode == 2, (args, r.stderr)
+        assert message in r.stderr, r.stderr
+    assert (model / "config.json").read_bytes() == config
+    assert sorted(p.name for p in model.iterdir()) == sorted(p.name for p in DEMO.iterdir())
+
+
+@pytest.mark.parametrize("args,message", [
+    (("restor", "x.yaml"), "unknown command 'restor' (commands: inspect, restore, pretrain, tokenizer-train, eval, "
+                           "export-gguf); did you mean 'restore'?"),
+    (("eval", "pll", "m"), "unknown eval command 'pll' (eval commands: ppl, tasks, passkey, ruler, compare, requests); "
+                           "did you mean 'ppl'?"),
+    (("frobnicate",), "unknown command 'frobnicate' (commands: inspect, restore, pretrain, tokenizer-train, eval, export-gguf)\n"),
+])
+def test_unknown_command_is_named_with_the_valid_ones(args, message):
+    r = run(*args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == "linear-ard: error: " + message + ("" if message.endswith("\n") else "\n"), r.stderr
+
+
+# ---- the memory plan of evaluation: refused from the sizes, before anything proportional is built
+
+@pytest.mark.parametrize("args,what", [
+    (("eval", "passkey", DEMO, "--lengths", 10**12), "eval passkey at lengths 1000000000000"),
+    (("eval", "passkey", DEMO, "--lengths", 200, "--samples", 10**12), "eval passkey at lengths 200 (5000000000000 prompts)"),
+    (("eval", "ruler", DEMO, "--lengths", 10**12, "--tasks", "niah_single_1"), "eval ruler at lengths 1000000000000"),
+    (("eval", "compare", DEMO, "--passkey-lengths", 10**12), "eval passkey at lengths 1000000000000"),
+])
+def test_evaluation_beyond_memory_is_refused_by_the_plan(args, what, tmp_path):
+    import time
+    start = time.monotonic()
+    r = run(*args, "--device", "cpu", "-o", tmp_path / "report")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "linear-ard: error: " + what in r.stderr, r.stderr
+    assert "needs an estimated" in r.stderr and "of memory available on cpu" in r.stderr, r.stderr
+    assert "weights" in r.stderr and "bad_alloc" not in r.stderr
+    assert time.monotonic() - start < 30
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_large_batch_is_planned_for_the_windows_and_requests_there_are(tmp_path, text, task):
+    """--batch-size beyond the text's windows or the task's requests plans for those: no refusal."""
+    r = run("eval", "ppl", DEMO, "--text", text, "--ctx", 64, "--batch-size", 100000, "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    r = run("eval", "tasks", DEMO, "--tasks", task, "--batch-size", 100000, "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+
+
+def test_pretrain_plan_counts_masters_and_adamw_beside_the_weights(tmp_path):
+    """A 6.7e9-parameter shape (LLaMA-7B's): its bf16 weights alone might fit a large host, but
+    training also holds fp32 masters, gradients and AdamW's two moments (16 bytes a parameter); the
+    plan names each part before a weight is drawn (a 10^6-block batch makes it refuse anywhere)."""
+    import re
+    import time
+    shape = {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32}
+    out = tmp_path / "out"
+    start = time.monotonic()
+    r = run("pretrain", ROOT / "configs" / "pretrain_demo.yaml", f"pretrain.tokenizer={DEMO}",
+            f"data=[{ROOT / 'data' / 'demo' / 'restore.jsonl'}]", *(f"pretrain.model.{k}={v}" for k, v in shape.items()),
+            "pretrain.model.num_key_value_heads=32", "pretrain.model.tie_word_embeddings=false", f"output={out}",
+            "steps=1", "batch_size=1000000", "device=cpu", "dtype=bf16")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert time.monotonic() - start < 20  # nothing drawn
+    h, f, layers, vocab = 4096, 11008, 32, 2048
+    params = 2 * vocab * h + h + layers * (4 * h * h + 3 * h * f + 2 * h)
+    adam = float(re.search(r"AdamW moments ([0-9.]+) GiB", r.stderr).group(1))
+    weights = float(re.search(r"\(weights ([0-9.]+) GiB", r.stderr).group(1))
+    assert abs(adam - 16 * params / 2**30) < 0.01 * adam and abs(weights - 2 * params / 2**30) < 0.01 * weights, r.stderr
+    assert "config key 'pretrain.model' (" in r.stderr and "of memory available on cpu" in r.stderr
     assert not out.exists() or not any(out.iterdir())

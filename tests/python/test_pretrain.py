@@ -237,4 +237,25 @@ def test_commands_refuse_the_other_kind_of_config(corpus, tokenizer, tmp_path):
     r = cli("pretrain", restore_config, f"output={tmp_path / 'out'}")
     assert r.returncode != 0 and "config key 'pretrain.model' is required" in r.stderr, r.stderr
     r = cli("tokenizer-train", "--data", data, "--vocab-size", 100, "--output", tmp_path / "tok")
-    assert r.returncode != 0 and "vocab_size must be >= 300" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--vocab-size: must be an integer >= 300, got 100" in r.stderr, r.stderr
+
+
+def test_tokenizer_vocab_below_what_the_text_needs_names_sentencepiece_minimum(tmp_path):
+    """The CLI's floor (300) is not SentencePiece's: 3 specials, 256 byte pieces and every character
+    covering --character-coverage of the text. Below that count the error names it (SentencePiece's
+    own, read from its refusal), and the count it names trains."""
+    import random
+    alphabet = [chr(c) for c in list(range(0x3b1, 0x3ca)) + list(range(0x430, 0x450)) + list(range(0x61, 0x7b))]
+    rng = random.Random(0)
+    text = tmp_path / "many_characters.txt"
+    text.write_text("\n".join(" ".join("".join(rng.choice(alphabet) for _ in range(rng.randint(2, 8)))
+                                       for _ in range(30)) for _ in range(400)) + "\n")
+    r = cli("tokenizer-train", "--data", text, "--vocab-size", 300, "--threads", 2, "--output", tmp_path / "tok")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "trainer_interface" not in r.stderr, r.stderr
+    line = next(l for l in r.stderr.splitlines() if "is below what this text needs" in l)
+    need = int(line.split("needs: ")[1].split()[0])
+    assert need > 300 and f"give --vocab-size {need} or more" in line and "259 special and byte pieces" in line, line
+    assert not (tmp_path / "tok").exists()
+    r = cli("tokenizer-train", "--data", text, "--vocab-size", need, "--threads", 2, "--output", tmp_path / "tok")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -239,3 +239,284 @@ def test_resume_at_the_last_step_keeps_its_final_evaluation(setup, tmp_path):
     assert summary["eval_after"] == final
     assert summary["eval_before"]["step"] == 0
     assert f"{final['relation_loss']:.4f}" in r.stdout.split("restore: relation loss")[1].split(",")[0].split("->")[1]
+
+
+# ---- interruptions: a run stopped at any moment resumes (resume=true) or restarts (overwrite=true)
+# with nothing of the interrupted attempt mixed in; SIGINT/SIGTERM end the step, write a checkpoint
+# and say how to resume; a refused run leaves nothing behind
+
+MARKER = ".linear-ard-run"
+RUN = ("steps=6", "checkpoint_every=2", "eval_every=3")
+
+
+def model_bytes(out):
+    return (out / "model" / "model.safetensors").read_bytes()
+
+
+def step_records(out):
+    keys = ("step", "stage", "loss", "grad_norm", "lr", "tokens")
+    return [[m[k] for k in keys] for m in metrics(out) if not m.get("eval")]
+
+
+@pytest.fixture(scope="module")
+def straight(setup, tmp_path_factory):
+    """The uninterrupted run every interrupted one must end equal to, and its duration."""
+    import time
+    out = tmp_path_factory.mktemp("straight") / "out"
+    start = time.monotonic()
+    r = restore(setup[2], f"output={out}", *RUN)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out, time.monotonic() - start
+
+
+def run_killed(config, out, seconds):
+    """restore started and killed (SIGKILL) after `seconds`, or ended on its own."""
+    import subprocess
+    from test_restore import binary
+    p = subprocess.Popen([str(binary()), "restore", str(config), f"output={out}", *RUN],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        p.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_run_killed_at_a_random_moment_resumes_or_restarts_equal_to_a_straight_run(setup, straight, seed, tmp_path):
+    """Kill times drawn (seeded) over the straight run's duration, one stratum per seed: before the
+    lock, before or inside the first checkpoint, between checkpoints, inside the final write."""
+    import random
+    config = setup[2]
+    reference, duration = straight
+    moment = duration * (seed + random.Random(seed).random()) / 6
+    for how in ("resume=true", "overwrite=true"):
+        out = tmp_path / how.split("=")[0]
+        run_killed(config, out, moment)
+        r = restore(config, f"output={out}", *RUN, how)
+        assert r.returncode == 0, f"killed at {moment:.2f} s of {duration:.2f} s, then {how}:\n{r.stdout}{r.stderr}"
+        assert model_bytes(out) == model_bytes(reference), (moment, how)
+        assert step_records(out) == step_records(reference), (moment, how)
+        assert not [p for p in out.iterdir() if ".tmp" in p.name]
+
+
+# What a kill inside each write leaves: the state of the folder, built by hand (the writes are too
+# short for a random kill to land in each reliably).
+def left_marker_only(out):
+    (out / MARKER).write_text('{"run": "0123456789abcdef"}\n')
+
+
+def left_marker_half_written(out):
+    (out / f"{MARKER}.tmp.99999").write_text('{"ru')
+
+
+def left_resolved_config_half_written(out):
+    left_marker_only(out)
+    (out / "resolved_config.yaml.tmp.99999").write_text("teacher: /x\nste")
+
+
+def left_metrics_cut_in_a_line(out):
+    left_marker_only(out)
+    (out / "resolved_config.yaml").write_text("steps: 6\n")
+    (out / "metrics.jsonl").write_text('{"step": 0, "eval": true, "relation_loss": 0.5}\n{"step": 1, "lo')
+
+
+def left_first_checkpoint_half_written(out):
+    left_metrics_cut_in_a_line(out)
+    (out / "checkpoint-2.tmp").mkdir()
+    (out / "checkpoint-2.tmp" / "trainable.safetensors").write_bytes(b"\0" * 10)
+
+
+LEFTOVERS = {f.__name__: f for f in (left_marker_only, left_marker_half_written, left_resolved_config_half_written,
+                                     left_metrics_cut_in_a_line, left_first_checkpoint_half_written)}
+
+
+@pytest.mark.parametrize("case", list(LEFTOVERS))
+@pytest.mark.parametrize("how", ["resume=true", "overwrite=true"])
+def test_leftovers_of_a_kill_before_the_first_checkpoint_start_afresh(setup, straight, case, how, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.lock").write_text("99999\n")  # a dead holder's lock: no flock on it
+    LEFTOVERS[case](out)
+    r = restore(setup[2], f"output={out}", *RUN, how)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert model_bytes(out) == model_bytes(straight[0])
+    assert step_records(out) == step_records(straight[0])
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]
+    if how == "resume=true" and case != "left_marker_half_written":
+        assert "found no checkpoint to continue from" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("signal_name,status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_finishes_the_step_writes_a_checkpoint_and_says_how_to_resume(setup, straight, signal_name, status,
+                                                                               tmp_path):
+    import signal
+    import subprocess
+    import time
+    from test_restore import binary
+    out = tmp_path / "out"
+    long_run = ("steps=1000", "checkpoint_every=0", "eval_every=0")
+    p = subprocess.Popen([str(binary()), "restore", str(setup[2]), f"output={out}", *long_run],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if (out / "metrics.jsonl").exists() and len((out / "metrics.jsonl").read_text().splitlines()) >= 4:
+            break
+        time.sleep(0.05)
+    p.send_signal(getattr(signal, signal_name))
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == status, stdout + stderr
+    line = [l for l in stderr.splitlines() if "interrupted by " + signal_name in l]
+    assert line, stderr
+    import re
+    step = int(re.search(r"after step (\d+)", line[0]).group(1))
+    assert (out / f"checkpoint-{step}").is_dir(), sorted(e.name for e in out.iterdir())
+    assert "resume=true" in line[0] and not (out / "model").exists()
+    assert step < 1000, stdout  # stopped by the signal, not by the end of the run
+    r = restore(setup[2], f"output={out}", *long_run, "resume=true")
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = [m["step"] for m in metrics(out) if not m.get("eval")]
+    assert steps == list(range(1, 1001))
+
+
+def test_a_refused_run_leaves_nothing_behind(setup, tmp_path):
+    root, teacher, config = setup[:3]
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in teacher.iterdir())
+    for out in (user, teacher):
+        for how in ("overwrite=true", "resume=true", "steps=1"):
+            r = restore(config, f"output={out}", how)
+            assert r.returncode == 1, r.stdout + r.stderr
+            assert f"output {out} exists and is not empty" in r.stderr, r.stderr
+            assert "not a folder a run wrote" in r.stderr, r.stderr
+    assert sorted(p.name for p in user.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in teacher.iterdir()) == before
+    # A marked folder without overwrite or resume: refused, untouched.
+    out = tmp_path / "done"
+    assert restore(config, f"output={out}", "steps=1").returncode == 0
+    listing = sorted(p.name for p in out.iterdir())
+    r = restore(config, f"output={out}", "steps=1")
+    assert r.returncode == 1 and "holds a previous run (set overwrite=true" in r.stderr, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == listing
+
+
+def test_overwrite_deletes_only_what_a_run_wrote(setup, tmp_path):
+    config = setup[2]
+    # A user's folder that happens to hold a resolved_config.yaml: no marker, nothing deleted.
+    user = tmp_path / "user"
+    user.mkdir()
+    for name in ("resolved_config.yaml", "metrics.jsonl", "thesis.tex"):
+        (user / name).write_text("mine")
+    r = restore(config, f"output={user}", "overwrite=true", "steps=1")
+    assert r.returncode == 1 and "not a folder a run wrote" in r.stderr, r.stderr
+    assert all((user / n).read_text() == "mine" for n in ("resolved_config.yaml", "metrics.jsonl", "thesis.tex"))
+    assert not (user / "run.lock").exists()
+    # A run's folder with a file of the user's inside: the run's entries replaced, the user's kept.
+    out = tmp_path / "out"
+    assert restore(config, f"output={out}", "steps=2", "checkpoint_every=1").returncode == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "plots").mkdir()
+    marker = json.loads((out / MARKER).read_text())
+    r = restore(config, f"output={out}", "overwrite=true", "steps=1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kept 2 entries no run wrote: notes.txt, plots" in r.stderr or "kept 2 entries no run wrote: plots, notes.txt" \
+        in r.stderr, r.stderr
+    assert (out / "notes.txt").read_text() == "mine" and (out / "plots").is_dir()
+    assert not list(out.glob("checkpoint-*")) and len([m for m in metrics(out) if not m.get("eval")]) == 1
+    assert json.loads((out / MARKER).read_text())["run"] != marker["run"]
+
+
+# ---- resume verifies what it resumes: the teacher's weights and tokenizer, the data files
+
+
+def resumable(setup, tmp_path):
+    """A copy of the teacher and the data, a run on them stopped after step 2; the config overrides."""
+    root, teacher, config = setup[:3]
+    copy = tmp_path / "teacher"
+    shutil.copytree(teacher, copy)
+    data = tmp_path / "ids.npy"
+    shutil.copy(root / "ids.npy", data)
+    out = tmp_path / "out"
+    overrides = (f"teacher={copy}", f"data=[{data}]", f"output={out}", "steps=4")
+    r = restore(config, *overrides, "stop_after_step=2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads((out / MARKER).read_text())["inputs"]["teacher"]
+    return copy, data, out, overrides
+
+
+def test_resume_refuses_a_replaced_teacher_naming_the_file(setup, tmp_path):
+    copy, data, out, overrides = resumable(setup, tmp_path)
+    tensors = load_file(str(copy / "model.safetensors"))
+    tensors["model.layers.1.mlp.up_proj.weight"] *= 1.01  # another teacher of the same architecture
+    save_file(tensors, str(copy / "model.safetensors"), metadata={"format": "pt"})
+    r = restore(setup[2], *overrides, "resume=true")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"teacher file {copy / 'model.safetensors'} has other contents" in r.stderr, r.stderr
+    assert "config key 'resume'" in r.stderr and not (out / "model").exists()
+
+
+def test_resume_refuses_changed_data_and_tokenizer_and_accepts_a_touched_copy(setup, tmp_path):
+    import os
+    import time
+    import numpy as np
+    copy, data, out, overrides = resumable(setup, tmp_path)
+    later = time.time() + 5
+    os.utime(copy / "model.safetensors", (later, later))  # the same bytes with a new mtime: unchanged
+    ids = np.load(data)
+    np.save(data, np.concatenate([ids[1:], ids[:1]]))  # the same size, other contents
+    tokenizer = (copy / "tokenizer.json").read_bytes()
+    (copy / "tokenizer.json").write_bytes(tokenizer.replace(b'"<s>"', b'"<S>"', 1))
+    r = restore(setup[2], *overrides, "resume=true")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"data file {data} has other contents" in r.stderr, r.stderr
+    assert f"tokenizer file {copy / 'tokenizer.json'} has" in r.stderr, r.stderr
+    assert "model.safetensors" not in r.stderr, r.stderr
+    np.save(data, ids)
+    (copy / "tokenizer.json").write_bytes(tokenizer)
+    r = restore(setup[2], *overrides, "resume=true")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---- the memory plan of training: refused from the sizes with the estimate and the free memory
+
+
+# Sizes beyond any machine (10^8 blocks a micro-batch): the plan refuses them wherever the tests run.
+@pytest.mark.parametrize("overrides,messages", [
+    (("batch_size=100000000",), ["restore stage 1 at ctx 32 x batch 100000000", "activations kept for backward",
+                                 "AdamW moments", "teacher forward"]),
+    (("stage2.steps=1", "stage2.batch_size=100000000"), ["restore stage 2 at ctx 128 x batch 100000000",
+                                                         "LM logits"]),
+])
+def test_training_beyond_memory_is_refused_by_the_plan(setup, tmp_path, overrides, messages):
+    out = tmp_path / "out"
+    r = restore(setup[2], f"output={out}", *overrides)
+    fails_cleanly(r, out, "needs an estimated", "of memory available on cpu", *messages)
+    assert "bad_alloc" not in r.stderr and "CPUAllocator" not in r.stderr
+    assert not out.exists()
+
+
+def test_lora_rank_beyond_the_matrices_is_refused(setup, tmp_path):
+    out = tmp_path / "out"
+    r = restore(setup[2], f"output={out}", "trainable=lora_qkv", "lora.rank=1000000000")
+    fails_cleanly(r, out, "config key 'lora.rank' (1000000000) exceeds the smaller side of an adapted matrix (16)")
+    assert not out.exists()
+
+
+# ---- vague errors made precise
+
+
+@pytest.mark.parametrize("override,message", [
+    ("student_rope.factor=.inf", "config key 'student_rope.factor' must be a finite number, got .inf"),
+    ("student_rope.factor=.nan", "config key 'student_rope.factor' must be a finite number"),
+    ("lr=.inf", "config key 'lr' must be a finite number, got .inf"),
+    ("student_rope.factor=1", "config key 'student_rope.factor' (1) leaves the student's RoPE equal to the teacher's"),
+    ("student_rope.factor=1000000000", "max_position_embeddings must be <= 16777216"),
+])
+def test_impossible_numbers_are_named(setup, tmp_path, override, message):
+    out = tmp_path / "out"
+    r = restore(setup[2], f"output={out}", override)
+    fails_cleanly(r, out, message)
+    assert "-9223372036854775808" not in r.stderr
+    assert not out.exists()

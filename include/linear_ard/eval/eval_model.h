@@ -3,11 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
+#include "linear_ard/eval/eval_memory.h"
 #include "linear_ard/io/tokenizer.h"
 #include "linear_ard/model/llama_weights.h"
 #include "linear_ard/model/rope.h"
@@ -34,16 +37,25 @@ struct EvalModel {
   const dist::Distributed* distributed = nullptr;
 };
 
+// What a command will run on a model beside holding its weights, for the memory plan: its name
+// with its sizes ("eval passkey at lengths 300, 1000000") and its parts (eval_memory's).
+struct EvalMemoryUse {
+  std::string what;
+  std::function<std::vector<model::MemoryPart>(const EvalMemoryTarget&)> parts;
+  bool log = false;  // the plan's line ("[memory] ... needs an estimated ...") on stderr
+};
+
 // Loads `path` (config, weights, tokenizer): a folder, or a hub name in the local Hugging Face cache
 // (io::model_path_resolve). device: cpu, cuda or auto (cuda when available);
 // dtype: fp32, bf16 or auto (bf16 on cuda, fp32 on cpu). Throws std::invalid_argument for a bad
 // device/dtype name or a cuda request without a CUDA device, and an error naming the file, key or
 // tensor for weights that disagree with config.json (io::hf_folder_weights_check), a tokenizer
 // larger than the embedding, weights that do not fit the device's free memory or hold NaN/Inf
-// (model::weights_place). Under torchrun the process joins its process group here
+// (model::weights_place). With `use`, the plan of the weights and use's parts is checked against
+// the device's free memory (model::memory_plan_check) before anything is placed. Under torchrun the process joins its process group here
 // (dist::distributed_process) and loads onto its own GPU (LOCAL_RANK).
 EvalModel eval_model_load(const std::string& path, const std::string& device = "auto",
-                          const std::string& dtype = "auto");
+                          const std::string& dtype = "auto", const EvalMemoryUse& use = {});
 
 // A `linear-ard: warning:` on stderr (rank 0 only) when `what` (e.g. "perplexity windows") of
 // `length` tokens go beyond the context the model's RoPE was trained or scaled for

@@ -20,11 +20,15 @@ struct LlamaWeights {
 };
 
 // The first tensor the config implies that `tensors` lacks (a required one) or holds in another
-// shape, or nullopt. Enumerates lazily: a config claiming 1e12 layers stops at the first layer the
-// checkpoint lacks.
+// shape, then the first tensor of `tensors` the config has no place for (a layer beyond
+// num_hidden_layers, a name outside the LLaMA-family layout; a tied lm_head.weight and the old RoPE
+// buffer rotary_emb.inv_freq are ignored, as transformers does), or nullopt. Enumerates lazily: a
+// config claiming 1e12 layers stops at the first layer the checkpoint lacks.
 struct WeightsMismatch {
   std::string tensor;
-  std::string message;  // "missing tensor <name>" or "<name> has shape [..], config implies [..]"
+  // "missing tensor <name>", "<name> has shape [..], config implies [..]", "<name> belongs to
+  // layer 4, but num_hidden_layers=4 ..." or "unexpected tensor <name>: ..."
+  std::string message;
 };
 std::optional<WeightsMismatch> llama_weights_mismatch(const ModelConfig& config,
                                                      const std::map<std::string, torch::Tensor>& tensors);

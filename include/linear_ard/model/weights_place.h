@@ -11,7 +11,8 @@
 namespace linear_ard::model {
 
 // Each of `tensors` on `device` in `dtype`. Before allocating: their parameters against the
-// device's free memory (memory_fit_check, naming `owner`). After: every placed tensor finite, else
+// device's free memory (memory_fit_check, naming `owner`), and no 16-bit matrix holding the other
+// 16-bit format's bytes (weights_dtype_swapped). After: every placed tensor finite, else
 // std::invalid_argument "<owner> has non-finite weights: <name> (<n> NaN, <m> Inf of <numel>
 // values), <name> (finite as stored, overflows bf16), ...; refusing to <use> them", listing every
 // such tensor.

@@ -8,7 +8,7 @@
 namespace linear_ard::train {
 
 // Runs `config` (config.pretrain set) end to end: the model is a random one from pretrain.model
-// (pretrain_folder_init) keeping its native RoPE, trained whole with the LM loss; held-out LM loss
+// (pretrain_folder_config, pretrain_folder_weights) keeping its native RoPE, trained whole with the LM loss; held-out LM loss
 // and perplexity are evaluated instead of the relation losses; pretrain.passkey_fraction of the
 // training blocks end with a sample of `passkey_sample`, whose answer tokens weigh
 // pretrain.answer_weight in the LM loss. Outputs, checkpoints and resume as restore_run.

@@ -16,6 +16,13 @@
 
 namespace linear_ard::train {
 
+// The parameters a TrainableSet of `mode` will hold for a model of `config` (layers 0..last_layer),
+// counted before any is built (for the memory plan), in doubles. Throws std::invalid_argument
+// naming config key 'lora.rank' when a LoRA rank exceeds the smaller side of an adapted matrix (a
+// rank beyond it adds no capacity, only memory).
+double trainable_parameters_planned(Trainable mode, const LoraConfig& lora, const model::ModelConfig& config,
+                                    int64_t last_layer);
+
 class TrainableSet {
  public:
   // `mode` is config key `trainable`. qkv and full keep fp32 master copies of checkpoint tensors

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
@@ -88,6 +89,23 @@ void file_write(const fs::path& path, const std::string& contents) {
   if (!out.flush()) throw std::runtime_error("tokenizer-train: cannot write " + path.string());
 }
 
+// SentencePiece's failure, rephrased where it is the user's to fix: a vocabulary smaller than its
+// special and byte pieces plus the characters that cover character_coverage of this text (a
+// number only SentencePiece's own count of the sampled text gives: "... required_chars. 300 vs 345").
+std::string train_failure_text(const std::string& status, const TokenizerTrainOptions& o) {
+  static const std::regex required(R"(Vocabulary size is smaller than required_chars\. (\d+) vs (\d+))");
+  std::smatch m;
+  if (!std::regex_search(status, m, required)) return "tokenizer-train: SentencePiece training failed: " + status;
+  constexpr int kMetaPieces = 3 + 256;  // unk, bos, eos and the byte-fallback pieces
+  const std::string need = m[2].str();
+  char coverage[32];
+  std::snprintf(coverage, sizeof coverage, "%g", o.character_coverage);
+  return "tokenizer-train: --vocab-size " + std::to_string(o.vocab_size) + " is below what this text needs: " + need +
+         " pieces (" + std::to_string(kMetaPieces) + " special and byte pieces, " +
+         std::to_string(std::stoll(need) - kMetaPieces) + " characters covering --character-coverage " + coverage +
+         " of it); give --vocab-size " + need + " or more, or a smaller --character-coverage";
+}
+
 }  // namespace
 
 TokenizerTrainResult tokenizer_train(const TokenizerTrainOptions& o, const std::string& output) {
@@ -131,7 +149,7 @@ TokenizerTrainResult tokenizer_train(const TokenizerTrainOptions& o, const std::
   LineIterator lines(o.files, o.field);
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(spec, &lines, &model);
-  if (!status.ok()) throw std::runtime_error("tokenizer-train: SentencePiece training failed: " + status.ToString());
+  if (!status.ok()) throw std::runtime_error(train_failure_text(status.ToString(), o));
 
   const fs::path tmp = output + ".tmp." + std::to_string(::getpid());
   fs::remove_all(tmp);

@@ -1,0 +1,70 @@
+// run_memory: a training run's memory plan.
+#include "run_memory.h"
+
+#include <numeric>
+
+#include "linear_ard/train/trainable_set.h"  // defines: trainable_parameters_planned
+
+namespace linear_ard::train {
+namespace {
+
+using model::MemoryPart;
+
+double plan_total(const model::MemoryPlan& plan) {
+  return std::accumulate(plan.parts.begin(), plan.parts.end(), 0.0,
+                         [](double s, const MemoryPart& p) { return s + p.bytes; });
+}
+
+// One stage's activations: what backward keeps over `layers` layers (with checkpoint_layers, each
+// layer's input and one layer recomputed), the LM loss's logits in the model dtype and in fp32 with
+// their log-softmax and gradient, and the teacher's forward without gradients.
+std::vector<MemoryPart> stage_activations(const RestoreConfig& c, const model::ModelConfig& m, torch::ScalarType dtype,
+                                          double tokens, double layers, bool lm, bool teacher) {
+  const auto size = static_cast<double>(c10::elementSize(dtype));
+  std::vector<MemoryPart> parts;
+  const double kept = c.checkpoint_layers
+                          ? tokens * (layers * static_cast<double>(m.hidden_size) * size) +
+                                model::memory_backward_bytes(m, tokens, 1, dtype)
+                          : model::memory_backward_bytes(m, tokens, layers, dtype);
+  parts.push_back({"activations kept for backward (" + std::to_string(static_cast<int64_t>(layers)) + " layers)", kept});
+  if (lm) parts.push_back({"LM logits", tokens * static_cast<double>(m.vocab_size) * (size + 12)});
+  if (teacher) parts.push_back({"teacher forward", model::memory_forward_bytes(m, tokens, dtype)});
+  return parts;
+}
+
+}  // namespace
+
+model::MemoryPlan run_memory_plan(const RestoreConfig& c, const model::ModelConfig& m, torch::ScalarType dtype,
+                                  int64_t last_trainable_layer, const std::string& name) {
+  const double trainable = trainable_parameters_planned(c.trainable, c.lora, m, last_trainable_layer);
+  const auto size = static_cast<double>(c10::elementSize(dtype));
+  std::vector<MemoryPart> fixed{{"weights", model::memory_weights_bytes(m, dtype)},
+                                {"trainables' fp32 masters, gradients and AdamW moments", 16 * trainable}};
+  if (!trainable_is_lora(c.trainable)) fixed.push_back({"trainables in the model dtype", trainable * size});
+  const bool pretrain = c.pretrain.enabled();
+  const bool lm1 = pretrain || c.method == Method::kCpt || c.objective.logit_kl > 0;
+  const double all_layers = static_cast<double>(m.num_hidden_layers);
+  struct Stage {
+    int64_t number, ctx, batch;
+    bool lm;
+  };
+  // Before lengths_check resolves them (pretrain plans before drawing its weights), 0 means the
+  // model's max_position_embeddings.
+  const auto ctx = [&](int64_t n) { return n > 0 ? n : m.max_position_embeddings; };
+  std::vector<Stage> stages{{1, ctx(c.ctx_len), c.batch_size, lm1}};
+  if (c.stage2.steps > 0) stages.push_back({2, ctx(c.stage2.ctx_len), c.stage2.batch_size, true});
+  model::MemoryPlan best;
+  for (const Stage& s : stages) {
+    const double tokens = static_cast<double>(s.ctx) * static_cast<double>(s.batch);
+    const double layers = s.lm ? all_layers : static_cast<double>(last_trainable_layer + 1);
+    model::MemoryPlan plan{name + " stage " + std::to_string(s.number) + " at ctx " + std::to_string(s.ctx) +
+                               " x batch " + std::to_string(s.batch),
+                           fixed};
+    for (MemoryPart& p : stage_activations(c, m, dtype, tokens, layers, s.lm, !pretrain && s.number == 1))
+      plan.parts.push_back(std::move(p));
+    if (best.parts.empty() || plan_total(plan) > plan_total(best)) best = std::move(plan);
+  }
+  return best;
+}
+
+}  // namespace linear_ard::train
