@@ -213,8 +213,12 @@ void passkey_register(CLI::App& eval) {
   sub->add_option("--samples", o->samples, "prompts per length and depth")->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the first prompt's passkey (consecutive after it)")->capture_default_str();
   sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens generated per prompt")->capture_default_str();
-  sub->callback([a, o] {
+  auto no_lead = std::make_shared<bool>(false);
+  sub->add_flag("--no-answer-lead", *no_lead, "end prompts at 'The pass key is' as the reference prompt does, "
+                                               "without the bare space that starts the answer (docs/eval.md)");
+  sub->callback([a, o, no_lead] {
     o->progress = !a->quiet;
+    o->answer_lead = !*no_lead;
     const auto model = eval::eval_model_load(a->model, a->device, a->dtype);
     const auto r = eval::passkey_evaluate(model, *o);
     std::vector<std::vector<std::string>> table;

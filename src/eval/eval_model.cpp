@@ -38,6 +38,20 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
   return m;
 }
 
+EvalModel eval_model_rescaled(const EvalModel& base, const model::ModelConfig& config, const std::string& name) {
+  EvalModel m;
+  m.path = name;
+  m.device_name = base.device_name;
+  m.dtype_name = base.dtype_name;
+  m.device = base.device;
+  m.dtype = base.dtype;
+  m.weights = {config, base.weights.tensors};
+  m.rope = model::rope_tables_init(config);
+  m.tokenizer = base.tokenizer;
+  m.distributed = base.distributed;
+  return m;
+}
+
 void eval_context_warn(const EvalModel& model, int64_t length, const std::string& what) {
   const model::ModelConfig& c = model.weights.config;
   const int64_t context = model::model_config_context_length(c);

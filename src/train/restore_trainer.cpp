@@ -3,17 +3,16 @@
 #include "linear_ard/train/restore_trainer.h"
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
-#include "linear_ard/io/hf_config.h"              // defines: hf_config_from_json
 #include "linear_ard/io/hf_folder.h"              // defines: hf_folder_load, hf_folder_*_check
 #include "linear_ard/io/tokenizer.h"              // defines: tokenizer_load, tokenizer_file
 #include "linear_ard/train/metrics_log.h"         // defines: progress_break
 #include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
+#include "linear_ard/train/student_config.h"      // defines: student_config_make, teacher_native_check
 #include "run.h"                                  // defines: Run, run_progress_start
 #include "run_loop.h"                             // defines: run_stages
 #include "run_result.h"                           // defines: run_result_write
@@ -24,45 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The student's config.json: the teacher's with the requested rope_scaling and, as HF expects for a
-// scaled model, max_position_embeddings = native x factor. The rope dict names the native length
-// as original_max_position_embeddings (yarn, llama3 and longrope compute with it; for linear it
-// records what was scaled); dynamic NTK keeps the native max_position_embeddings, its threshold.
-// `student_rope` is validated (restore_config_load): a known scaled type with a factor >= 1.
-model::ModelConfig student_config_make(const io::HfFolder& teacher, const json& student_rope) {
-  const model::ModelConfig& t = teacher.model_config;
-  json rope = student_rope;
-  const model::RopeType type = model::rope_type_from_name(rope.value("rope_type", rope.value("type", "")));
-  if (!rope.contains("original_max_position_embeddings"))
-    rope["original_max_position_embeddings"] = t.max_position_embeddings;
-
-  json j = teacher.config;
-  j.erase("rope_parameters");
-  j["rope_theta"] = t.rope.theta;
-  if (t.rope.partial_rotary_factor) j["partial_rotary_factor"] = *t.rope.partial_rotary_factor;
-  j["rope_scaling"] = rope;
-  if (type != model::RopeType::kDynamic)
-    j["max_position_embeddings"] = static_cast<int64_t>(std::llround(t.max_position_embeddings * rope["factor"].get<double>()));
-  try {
-    return io::hf_config_from_json(j);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("config key 'student_rope': ") + e.what());
-  }
-}
-
-// The teacher is the model at its native RoPE: the student's RoPE replaces the teacher's, and a
-// scaled teacher would distil its scaled relations under a config claiming native x factor
-// positions over a context that was already extended (docs/restore.md, "Teachers").
-void teacher_native_check(const io::HfFolder& teacher) {
-  const model::RopeConfig& rope = teacher.model_config.rope;
-  if (rope.type == model::RopeType::kDefault) return;
-  char factor[32] = "";
-  if (rope.factor) std::snprintf(factor, sizeof factor, ", factor %g", *rope.factor);
-  throw std::invalid_argument("teacher " + teacher.path + " is already RoPE-scaled (config.json: rope_type " +
-                              model::rope_type_name(rope.type) + factor +
-                              "): restore starts from the native-RoPE model; give the checkpoint before scaling");
-}
-
 // The plan of a restore run: the teacher folder, the student's RoPE, lengths and data.
 RunPlan restore_plan(const RestoreConfig& config) {
   RunPlan plan = run_plan_begin(config, "restore");
@@ -72,7 +32,11 @@ RunPlan restore_plan(const RestoreConfig& config) {
   plan.teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
   io::hf_folder_weights_check(plan.teacher);
   teacher_native_check(plan.teacher);
-  plan.student_config = student_config_make(plan.teacher, c.student_rope);
+  try {
+    plan.student_config = student_config_make(plan.teacher, c.student_rope);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("config key 'student_rope': ") + e.what());
+  }
   plan.mix = {c.pretrain.passkey_fraction, c.seed, c.pretrain.answer_weight, {}};
   plan.tokenizer = io::tokenizer_load(c.teacher);
   io::hf_folder_tokenizer_check(plan.teacher, *plan.tokenizer, io::tokenizer_file(c.teacher));
