@@ -31,11 +31,11 @@
 #              8K/16K/32K; the native model is the ceiling
 # Every run and report is skipped when its output exists, so calls on a warm machine continue.
 # Needs: PREBUILT binaries (dev/gpu/prebuilt_pack.sh), the model (dev/gpu/device_model.sh), and the
-# data of experiments/experiment_real_data.py (+ cloze) packed as $DATA (.devdata/real_data.tar.xz).
+# data of scripts/corpus_split.py (+ cloze) packed as $DATA (.devdata/real_data.tar.xz).
 #   PREBUILT=.devpack/devbin.tar.xz experiments/experiment_real.sh search seeds eval
 # Runs longer than one device call: experiments/experiment_real_bg.sh starts drivers that outlive the call.
 # The large corpus (experiments/make_corpus_large.sh; 92.7M training tokens, ~68 MiB as .tar.xz) goes in
-# parts: here `experiment_real_data.py build/corpus_large D`, tar D as above, `dev/gpu/device_parts.sh
+# parts: here `scripts/corpus_split.py build/corpus_large D`, tar D as above, `dev/gpu/device_parts.sh
 # split real_data_large.tar.xz .devdata/large`; there, one part a call, then
 #   DATA="$(dev/gpu/device_parts.sh join .devdata/large ~/linear-ard-parts | tail -1)" EXPERIMENT_DIR=~/real_large ...
 # (experiments/experiment_real_large.sh does that for the large budget's 1x and 16x runs.)

@@ -8,7 +8,7 @@ experiments/make_corpus_large.sh unpacks into PACKAGES/<package>/ with `apt-get 
 
 Writes OUT_DIR/train.jsonl, OUT_DIR/heldout.jsonl ({"text", "source"} per line, one document each,
 as make_corpus.py does) and OUT_DIR/manifest.json (per source: documents and bytes kept, dropped).
-  - The test sources' documents (experiments/experiment_real_data.py --test-sources) all go to heldout.jsonl,
+  - The test sources' documents (scripts/corpus_split.py --test-sources) all go to heldout.jsonl,
     none to train.jsonl, and no training paragraph shares a run of 13 words with them
     (corpus_decontaminate.py).
   - A paragraph that an earlier document (of any source or split) already had is dropped, and so is a

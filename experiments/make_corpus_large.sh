@@ -4,7 +4,7 @@
 # dictionaries and man pages of the Debian packages that experiments/make_corpus_large.py lists, fetched with
 # `apt-get download` (nothing is installed) and unpacked with `dpkg-deb -x` into build/corpus_large/pkgs/.
 # Writes build/corpus_large/{train,heldout}.jsonl and manifest.json as make_corpus.sh does; the test
-# sources (jargon, gnu-standards) are in heldout.jsonl only, for experiments/experiment_real_data.py.
+# sources (jargon, gnu-standards) are in heldout.jsonl only, for scripts/corpus_split.py.
 # A corpus already there from the same make_corpus_large.py version is reused.
 #   experiments/make_corpus_large.sh      CORPUS_DIR=elsewhere BASE_CORPUS_DIR=build/corpus experiments/make_corpus_large.sh
 set -euo pipefail

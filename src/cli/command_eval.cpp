@@ -14,6 +14,7 @@
 
 #include "command_eval_args.h"  // defines: EvalDeviceArgs, eval_report_emit, eval_*_register
 #include "commands.h"
+#include "model_arg.h"  // defines: model_arg_add
 #include "linear_ard/eval/eval_model.h"   // defines: eval_model_load
 #include "linear_ard/eval/passkey.h"      // defines: passkey_evaluate
 #include "linear_ard/eval/perplexity.h"   // defines: perplexity_compute, perplexity_text_*
@@ -22,6 +23,7 @@
 #include "linear_ard/io/file_atomic.h"    // defines: file_write_atomic
 #include "linear_ard/io/json_file.h"      // defines: json_file_read, json_file_write
 #include "linear_ard/io/text_dataset.h"   // defines: text_documents_read, TextSource
+#include "python_run.h"                   // defines: python_run, python_executable
 
 namespace linear_ard::cli {
 
@@ -32,7 +34,7 @@ struct ModelArgs : EvalDeviceArgs {
 };
 
 void model_args_add(CLI::App* sub, ModelArgs& a) {
-  sub->add_option("MODEL", a.model, "HF model folder")->required()->check(CLI::ExistingDirectory);
+  model_arg_add(sub, a.model);
   eval_device_args_add(sub, a);
 }
 
@@ -90,16 +92,21 @@ nlohmann::json special_token_json(const io::Tokenizer& tokenizer, int32_t id) {
 }
 
 struct TasksArgs : ModelArgs {
-  std::vector<std::string> files;
+  std::vector<std::string> files;  // task files, or lm-eval task names
   eval::TaskOptions options;
-  std::string fewshot_file, reference, avg_metric = "acc", output_path;
-  bool log_samples = false, no_bos = false;
+  std::string fewshot_file, reference, avg_metric = "acc", output_path, include_path;
+  bool log_samples = false, no_bos = false, num_fewshot_given = false;
 };
 
 void tasks_options_add(CLI::App* sub, TasksArgs& a) {
   eval::TaskOptions& o = a.options;
-  sub->add_option("--tasks", a.files, "task files, comma- or space-separated (schema: docs/eval.md)")
-      ->required()->delimiter(',')->check(CLI::ExistingFile);
+  sub->add_option("--tasks", a.files,
+                  "task files (schema: docs/eval.md), or lm-eval task names (its registry, or YAMLs under "
+                  "--include_path), comma- or space-separated")
+      ->required()->delimiter(',');
+  sub->add_option("--include_path,--include-path", a.include_path,
+                  "with task names: a folder of lm-eval task YAMLs, as lm-eval's --include_path")
+      ->check(CLI::ExistingDirectory);
   sub->add_option("--num_fewshot,--num-fewshot", o.num_fewshot, "few-shot examples per prompt")->capture_default_str();
   sub->add_option("--fewshot-file", a.fewshot_file,
                   "take the few-shot examples in order from this task file (default: random docs of "
@@ -167,8 +174,48 @@ void tasks_lm_eval_write(const TasksArgs& a, const std::vector<eval::TaskResult>
   if (!a.quiet) std::cerr << "[tasks] results written to " << paths.results << std::endl;
 }
 
+// A --tasks entry that names a file (it exists, has a folder or a .json/.jsonl suffix) rather than an
+// lm-eval task.
+bool task_is_file(const std::string& task) {
+  const std::filesystem::path p(task);
+  return std::filesystem::exists(p) || task.find('/') != std::string::npos || p.extension() == ".jsonl" ||
+         p.extension() == ".json";
+}
+
+// Task names: lm-eval's command line with the `linear-ard` model (python/linear_ard/lm_eval_cli.py),
+// which builds the requests and metrics and has `eval requests` answer them; lm-eval writes the
+// results/samples files and prints its table.
+void tasks_lm_eval_run(const TasksArgs& a) {
+  for (const auto& [given, option] : {std::pair{!a.fewshot_file.empty(), "--fewshot-file"},
+                                      {!a.reference.empty(), "--reference"}, {!a.output.empty(), "--output"}})
+    if (given) usage_error(std::string(option) + " applies to task files; lm-eval task names write lm-eval's results (--output_path)");
+  const eval::TaskOptions& o = a.options;
+  std::string tasks, model_args = "pretrained=" + a.model + ",dtype=" + a.dtype;
+  for (const auto& t : a.files) tasks += (tasks.empty() ? "" : ",") + t;
+  if (o.max_length > 0) model_args += ",max_length=" + std::to_string(o.max_length);
+  if (a.no_bos) model_args += ",add_bos_token=False";
+  std::vector<std::string> args{"-m", "linear_ard.lm_eval_cli", "--model", "linear-ard", "--model_args", model_args,
+                                "--tasks", tasks, "--batch_size", std::to_string(o.batch_size), "--device", a.device};
+  if (!a.include_path.empty()) args.insert(args.end(), {"--include_path", a.include_path});
+  if (a.num_fewshot_given) args.insert(args.end(), {"--num_fewshot", std::to_string(o.num_fewshot)});
+  if (o.limit > 0) args.insert(args.end(), {"--limit", std::to_string(o.limit)});
+  if (!a.output_path.empty()) args.insert(args.end(), {"--output_path", a.output_path});
+  if (a.log_samples) args.push_back("--log_samples");
+  const int status = python_run(args, /*report=*/true);
+  if (status < 0) throw std::runtime_error("could not run " + python_executable() + " -m linear_ard.lm_eval_cli");
+  if (status != 0) throw CLI::RuntimeError(status);  // lm_eval_cli has printed its one-line error
+}
+
 void tasks_run(TasksArgs& a) {
   eval::TaskOptions& o = a.options;
+  size_t files = 0;
+  for (const auto& t : a.files) files += task_is_file(t);
+  if (files > 0 && files < a.files.size())
+    usage_error("--tasks mixes task files and lm-eval task names: run them separately");
+  if (files == 0) return tasks_lm_eval_run(a);
+  for (const auto& t : a.files)
+    if (!std::filesystem::is_regular_file(t)) throw std::invalid_argument("task file " + t + " does not exist");
+  if (!a.include_path.empty()) usage_error("--include_path applies to lm-eval task names, not task files");
   if (a.log_samples && a.output_path.empty()) usage_error("--log_samples needs --output_path (as in lm-eval)");
   o.add_special_tokens = !a.no_bos;
   o.progress = !a.quiet;
@@ -196,11 +243,16 @@ void tasks_run(TasksArgs& a) {
 void tasks_register(CLI::App& eval) {
   auto a = std::make_shared<TasksArgs>();
   CLI::App* sub = eval.add_subcommand(
-      "tasks", "lm-evaluation-harness tasks (loglikelihood multiple choice and last word) from JSONL files: "
-               "this project's schema or lm-eval's --log_samples output; lm-eval's results JSON and flags");
+      "tasks", "lm-evaluation-harness tasks: lm-eval task names (its registry or --include_path YAMLs, run by "
+               "lm-eval with this engine answering its requests), or JSONL task files (loglikelihood multiple "
+               "choice and last word: this project's schema or lm-eval's --log_samples output); lm-eval's "
+               "results JSON and flags");
   model_args_add(sub, *a);
   tasks_options_add(sub, *a);
-  sub->callback([a] { tasks_run(*a); });
+  sub->callback([a, sub] {
+    a->num_fewshot_given = sub->count("--num_fewshot") > 0;
+    tasks_run(*a);
+  });
 }
 
 void passkey_register(CLI::App& eval) {
@@ -244,6 +296,7 @@ void command_eval_register(CLI::App& app) {
   passkey_register(*eval);
   eval_ruler_register(*eval);
   eval_compare_register(*eval);
+  eval_requests_register(*eval);
 }
 
 }  // namespace linear_ard::cli

@@ -105,8 +105,10 @@ inline eval::RulerData ruler_args_resolve(RulerArgs& a, bool quiet) {
   return data;
 }
 
-// `eval ruler` (command_eval_ruler.cpp) and `eval compare` (command_eval_compare.cpp).
+// `eval ruler` (command_eval_ruler.cpp), `eval compare` (command_eval_compare.cpp) and `eval requests`
+// (command_eval_requests.cpp).
 void eval_ruler_register(CLI::App& eval);
 void eval_compare_register(CLI::App& eval);
+void eval_requests_register(CLI::App& eval);
 
 }  // namespace linear_ard::cli

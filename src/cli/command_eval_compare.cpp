@@ -14,6 +14,7 @@
 #include "linear_ard/eval/ruler.h"        // defines: ruler_evaluate, ruler_report_json
 #include "linear_ard/eval/task_eval.h"    // defines: task_evaluate
 #include "linear_ard/io/text_dataset.h"   // defines: text_documents_read, TextSource
+#include "model_arg.h"                    // defines: model_arg_check
 #include "plot_run.h"                     // defines: plot_run
 
 namespace linear_ard::cli {
@@ -39,7 +40,9 @@ struct CompareArgs {
 };
 
 void compare_options_add(CLI::App* sub, EvalDeviceArgs& a, CompareArgs& c, RulerArgs& r) {
-  sub->add_option("MODELS", c.models, "HF model folders")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("MODELS", c.models, "HF model folders or hub names org/name[@revision] in the local HF cache")
+      ->required()
+      ->check(model_arg_check());
   sub->add_option("--names", c.names, "a short name per model (default: the folders)");
   sub->add_option("--reference", c.reference, "name of the reference model for Rec. (default: the first)");
   eval_device_args_add(sub, a);

@@ -5,6 +5,7 @@
 #include "command_eval_args.h"          // defines: EvalDeviceArgs, RulerArgs, eval_report_emit
 #include "linear_ard/eval/eval_model.h"  // defines: eval_model_load
 #include "linear_ard/eval/ruler.h"       // defines: ruler_evaluate, ruler_report_*
+#include "model_arg.h"                  // defines: model_arg_add
 
 namespace linear_ard::cli {
 
@@ -14,7 +15,7 @@ void eval_ruler_register(CLI::App& eval) {
   auto r = std::make_shared<RulerArgs>();
   CLI::App* sub = eval.add_subcommand(
       "ruler", "RULER synthetic tasks at chosen lengths (or RULER-prepared JSONL samples), greedy decoding");
-  sub->add_option("MODEL", *model_path, "HF model folder")->required()->check(CLI::ExistingDirectory);
+  model_arg_add(sub, *model_path);
   eval_device_args_add(sub, *a);
   ruler_args_add(sub, *r, "");
   sub->callback([model_path, a, r] {

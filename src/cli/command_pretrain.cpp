@@ -11,6 +11,7 @@
 #include "linear_ard/train/restore_config.h"   // defines: restore_config_load
 #include "linear_ard/train/pretrain_trainer.h" // defines: pretrain_run
 #include "plot_run.h"                       // defines: plot_training_curves
+#include "tensorboard_run.h"                 // defines: tensorboard_follow_start
 
 namespace linear_ard::cli {
 
@@ -30,7 +31,9 @@ void command_pretrain_register(CLI::App& app) {
     if (!config.pretrain.enabled())
       throw std::invalid_argument("config key 'pretrain.model' is required by `linear-ard pretrain` (the new model's "
                                   "config.json keys, or a config.json path)");
+    const auto tensorboard = tensorboard_follow_start(config.output, config.tensorboard);
     train::pretrain_run(config, eval::passkey_sample_make);
+    if (tensorboard) tensorboard->finish();
     plot_training_curves(config.output);
   });
 }

@@ -10,6 +10,7 @@
 #include "linear_ard/train/restore_config.h"   // defines: restore_config_load, restore_config_keys_markdown
 #include "linear_ard/train/restore_trainer.h"  // defines: restore_run
 #include "plot_run.h"                       // defines: plot_training_curves
+#include "tensorboard_run.h"                 // defines: tensorboard_follow_start
 
 namespace linear_ard::cli {
 
@@ -34,7 +35,9 @@ void command_restore_register(CLI::App& app) {
     const train::RestoreConfig config = train::restore_config_load(*config_path, *overrides);
     if (config.pretrain.enabled())
       throw std::invalid_argument("config key 'pretrain' belongs to `linear-ard pretrain`, not restore");
+    const auto tensorboard = tensorboard_follow_start(config.output, config.tensorboard);
     train::restore_run(config);
+    if (tensorboard) tensorboard->finish();
     plot_training_curves(config.output);
   });
 }

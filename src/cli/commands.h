@@ -19,5 +19,7 @@ void command_tokenizer_train_register(CLI::App& app);
 // `linear-ard eval ppl|tasks|passkey|ruler|compare ...`: perplexity, harness-style tasks, passkey,
 // RULER, side-by-side comparisons (docs/eval.md).
 void command_eval_register(CLI::App& app);
+// `linear-ard export-gguf MODEL OUT.gguf [--type bf16|f16|q8_0]`: a GGUF file for llama.cpp.
+void command_export_gguf_register(CLI::App& app);
 
 }  // namespace linear_ard::cli

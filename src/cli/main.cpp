@@ -19,8 +19,12 @@ int main(int argc, char** argv) {
   linear_ard::cli::command_pretrain_register(app);
   linear_ard::cli::command_tokenizer_train_register(app);
   linear_ard::cli::command_eval_register(app);
+  linear_ard::cli::command_export_gguf_register(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    // A failure already reported on stderr (by a script the command ran): its exit status, no more.
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0; every other one is a usage error.
     const int printed = app.exit(e);

@@ -7,10 +7,8 @@
 
 namespace linear_ard::cli {
 
-// Runs `<python> <plot.py> <args...>` and waits for it. python: $LINEAR_ARD_PYTHON, else the one the
-// build was configured with (when it still exists), else python3 on PATH. plot.py:
-// $LINEAR_ARD_PLOT_SCRIPT, else <binary dir>/../share/linear-ard/plot.py (cmake --install), else the
-// source tree's scripts/plot.py. A plot that cannot be drawn (no matplotlib, no script) is a warning
+// Runs `<python> <plot.py> <args...>` and waits for it (python_run.h: which Python). plot.py:
+// $LINEAR_ARD_PLOT_SCRIPT, else python_script("plot.py"). A plot that cannot be drawn (no matplotlib, no script) is a warning
 // on stderr naming the command to run by hand, never a failure of the command that asked for it.
 // `quiet`: no "[plot]" line on success. With LINEAR_ARD_NO_PLOT=1 in the environment nothing runs
 // (the test suites set it; they draw the plots they check themselves).

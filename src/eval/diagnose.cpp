@@ -7,8 +7,9 @@
 
 #include "diagnose_relation.h"                  // defines: diagnose_relation_kl
 #include "linear_ard/eval/passkey.h"            // defines: passkey_evaluate, passkey_prompt_make
+#include "linear_ard/io/hf_config.h"            // defines: hf_rope_dict_from_json
+#include "linear_ard/model/rope_compose.h"      // defines: rope_compose
 #include "linear_ard/train/native_kl.h"         // defines: native_kl_evaluate
-#include "linear_ard/train/student_config.h"    // defines: student_config_make, teacher_native_check
 #include "linear_ard/train/text_blocks.h"       // defines: TextBlocks
 
 namespace linear_ard::eval {
@@ -31,7 +32,9 @@ std::string factor_text(double factor) {
 Candidate candidate_make(const EvalModel& teacher, const io::HfFolder& folder, const std::string& name, double factor) {
   const nlohmann::json rope = diagnose_scaling_rope(name, folder.model_config, factor);
   try {
-    const model::ModelConfig config = train::student_config_make(folder, rope);
+    // The student's config as restore builds it from the same rope dict (docs/rope.md).
+    const model::ModelConfig config =
+        model::rope_compose(folder.model_config, io::hf_rope_dict_from_json(rope, folder.model_config.rope));
     return {name, rope, eval_model_rescaled(teacher, config, teacher.path + " with " + name + " x" + factor_text(factor))};
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("scaling '" + name + "' cannot be built for " + folder.path + ": " + e.what());
@@ -92,6 +95,18 @@ std::vector<int64_t> passkey_lengths(const io::Tokenizer& tokenizer, const Diagn
   return lengths;
 }
 
+// The teacher is the model at its native RoPE: every candidate's factor is L / its
+// max_position_embeddings, and its passkey runs only up to that length.
+void teacher_native_check(const io::HfFolder& teacher) {
+  const model::RopeConfig& rope = teacher.model_config.rope;
+  if (rope.type == model::RopeType::kDefault) return;
+  char factor[32] = "";
+  if (rope.factor) std::snprintf(factor, sizeof factor, ", factor %g", *rope.factor);
+  throw std::invalid_argument("teacher " + teacher.path + " is already RoPE-scaled (config.json: rope_type " +
+                              model::rope_type_name(rope.type) + factor +
+                              "): diagnose compares scalings of the native-RoPE model; give the checkpoint before scaling");
+}
+
 void progress_line(const DiagnoseOptions& o, const std::string& line) {
   if (o.progress) std::fprintf(stderr, "[diagnose] %s\n", line.c_str());
 }
@@ -139,7 +154,7 @@ Inputs inputs_make(const EvalModel& teacher, const io::TextSource& text, const D
 }  // namespace
 
 void diagnose_options_check(const io::HfFolder& folder, const io::Tokenizer& tokenizer, const DiagnoseOptions& o) {
-  train::teacher_native_check(folder);
+  teacher_native_check(folder);
   const int64_t native = folder.model_config.max_position_embeddings;
   const auto need = [](bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);

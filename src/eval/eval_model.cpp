@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "linear_ard/io/hf_folder.h"      // defines: hf_folder_load, hf_folder_weights_check, hf_folder_tokenizer_check
+#include "linear_ard/io/model_path.h"     // defines: model_path_resolve
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/llama_model.h"  // defines: model_forward
 #include "linear_ard/dist/distributed.h"  // defines: distributed_process
@@ -27,10 +28,11 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
   // Everything is checked before anything is allocated: the weights' headers against config.json,
   // the tokenizer against the embedding, the parameters against the device's free memory; the
   // placed weights are then checked finite.
-  io::HfFolder folder = io::hf_folder_load(path, /*load_weights=*/true);
+  const std::string folder_path = io::model_path_resolve(path);
+  io::HfFolder folder = io::hf_folder_load(folder_path, /*load_weights=*/true);
   io::hf_folder_weights_check(folder);
-  m.tokenizer = io::tokenizer_load(path);
-  io::hf_folder_tokenizer_check(folder, *m.tokenizer, io::tokenizer_file(path));
+  m.tokenizer = io::tokenizer_load(folder_path);
+  io::hf_folder_tokenizer_check(folder, *m.tokenizer, io::tokenizer_file(folder_path));
   auto tensors = model::weights_place(folder.weights, m.device, m.dtype, "model " + folder.path, "evaluate");
   folder.weights.clear();
   m.weights = model::llama_weights_from_map(folder.model_config, std::move(tensors));

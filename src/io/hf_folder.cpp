@@ -12,6 +12,7 @@
 
 #include "linear_ard/io/file_atomic.h"
 #include "linear_ard/io/hf_config.h"
+#include "linear_ard/io/hf_fused.h"  // defines: hf_fused_split, hf_fused_join, hf_fused_name
 #include "linear_ard/io/json_file.h"
 #include "linear_ard/model/llama_weights.h"  // defines: llama_weights_mismatch
 #include "linear_ard/model/memory_fit.h"     // defines: memory_bytes_text, model_config_sizes_text
@@ -63,7 +64,7 @@ void folder_write_contents(const fs::path& dir, const HfFolder& folder, const Hf
   for (const auto& [name, source] : folder.tokenizer_files) {
     fs::copy_file(source, dir / name);
   }
-  hf_weights_save(dir.string(), folder.weights, options.max_shard_bytes);
+  hf_weights_save(dir.string(), hf_fused_join(config, folder.weights), options.max_shard_bytes);
 }
 
 // Puts the finished `tmp` folder at `dir`; an existing one is moved aside first and deleted
@@ -114,7 +115,17 @@ void hf_folder_weights_check(const HfFolder& folder) {
   const std::string files = fs::exists(fs::path(folder.path) / hf_weights_index_name)
                                 ? std::string(hf_weights_index_name) + " and its shards hold "
                                 : std::string(hf_weights_single_name) + " holds ";
-  hf_folder_fail(folder.path, (mismatch ? weights_file_of(folder, mismatch->tensor) + ": " + mismatch->message + "; " : "") +
+  std::string where;
+  if (mismatch) {
+    // A part of a fused tensor (Phi-3's q_proj rows of qkv_proj) is named as the files hold it.
+    const std::string& part = mismatch->tensor;
+    const std::string stored_name = hf_fused_name(c, part);
+    std::string message = mismatch->message;
+    if (stored_name != part)
+      message.replace(message.find(part), part.size(), stored_name + " (its rows read as " + part + ")");
+    where = weights_file_of(folder, stored_name) + ": " + message + "; ";
+  }
+  hf_folder_fail(folder.path, where +
                                   config_name + " (" + model::model_config_sizes_text(c) + ") gives " +
                                   count_text(implied) + " parameters (" +
                                   model::memory_bytes_text(implied * static_cast<double>(c10::elementSize(dtype))) +
@@ -153,7 +164,14 @@ HfFolder hf_folder_load(const std::string& path, bool load_weights) {
   for (const char* name : hf_tokenizer_file_names) {
     if (fs::is_regular_file(dir / name)) folder.tokenizer_files[name] = (dir / name).string();
   }
-  if (load_weights) folder.weights = hf_weights_load(dir.string());
+  if (load_weights) {
+    folder.weights = hf_weights_load(dir.string());
+    try {
+      hf_fused_split(folder.model_config, folder.weights);
+    } catch (const std::runtime_error& e) {
+      hf_folder_fail(path, e.what());
+    }
+  }
   return folder;
 }
 

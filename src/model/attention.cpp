@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "linear_ard/model/fused_rope_qkv.h"  // defines: rope_qkv_fused(_supported)
+#include "linear_ard/model/rms_norm.h"         // defines: rms_norm
 #include "linear_ard/model/weights_group.h"    // defines: weights_linear_group
 
 namespace linear_ard::model {
@@ -41,6 +42,18 @@ torch::Tensor attention_one_query(const torch::Tensor& q, const torch::Tensor& k
   return at::bmm(probs, v.reshape({b * hkv, len, d})).view({b, 1, -1});
 }
 
+// Qwen3's q/k: each head of q and of k through its RMSNorm (q_norm, k_norm over head_dim) on the
+// [B, n, heads, d] view, as Qwen3Attention does before the transpose and RoPE. qkv [B, n, (H + 2 Hkv) d].
+LayerQkv attention_qkv_normed(const LlamaWeights& weights, const Overrides& overrides, const std::string& prefix,
+                              const torch::Tensor& qkv, const RopeCosSin& rope) {
+  const ModelConfig& c = weights.config;
+  const int64_t d = model_config_head_dim(c), h = c.num_attention_heads, hkv = c.num_key_value_heads;
+  auto parts = qkv.view({qkv.size(0), qkv.size(1), -1, d}).split_with_sizes({h, hkv, hkv}, 2);
+  auto q = rms_norm(parts[0], weights_get(weights, overrides, prefix + ".q_norm.weight"), c.rms_norm_eps);
+  auto k = rms_norm(parts[1], weights_get(weights, overrides, prefix + ".k_norm.weight"), c.rms_norm_eps);
+  return {rope_apply(q.transpose(1, 2), rope), rope_apply(k.transpose(1, 2), rope), parts[2].transpose(1, 2)};
+}
+
 }  // namespace
 
 AttentionMask attention_mask_build(int64_t q_len, int64_t past_len,
@@ -71,6 +84,7 @@ LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides,
   const int64_t d = model_config_head_dim(c), h = c.num_attention_heads, hkv = c.num_key_value_heads;
   // One GEMM for q, k and v ([B, n, (H + 2 Hkv) d]), then on CUDA one kernel for the split and RoPE.
   auto qkv = weights_linear_group(weights, overrides, {prefix + ".q_proj", prefix + ".k_proj", prefix + ".v_proj"}, x);
+  if (model_config_qk_norm(c)) return attention_qkv_normed(weights, overrides, prefix, qkv, rope);
   if (rope_qkv_fused_supported(qkv, rope)) {
     auto [q, k, v] = rope_qkv_fused(qkv, rope, h, hkv, d);
     return {q, k, v};

@@ -6,6 +6,7 @@
 
 #include "decode_graph.h"
 #include "linear_ard/model/llama_model.h"
+#include "linear_ard/model/model_family.h"  // defines: model_family_of
 
 namespace linear_ard::model {
 namespace {
@@ -28,6 +29,15 @@ void stats_add(GenerateStats* stats, bool prefill, int64_t tokens, std::chrono::
   (prefill ? stats->prefill_seconds : stats->decode_seconds) += seconds;
   (prefill ? stats->prefill_tokens : stats->decode_tokens) += tokens;
   start = now;
+}
+
+// The cache length at which a decode step reruns the whole sequence instead: Phi3ForCausalLM's
+// prepare_inputs_for_generation drops a cache of original_max_position_embeddings tokens (filled
+// with longrope's short factors) when the next one arrives, so every key is recomputed with the
+// long factors. nullopt for other families and RoPEs.
+std::optional<int64_t> rerun_length(const ModelConfig& config, const RopeTables& rope) {
+  if (!model_family_of(config).longrope_rerun || rope.rope.type != RopeType::kLongrope) return std::nullopt;
+  return rope_original_max_positions(rope.config, rope.rope);
 }
 
 }  // namespace
@@ -55,8 +65,12 @@ torch::Tensor model_generate_greedy(const LlamaWeights& weights, const RopeTable
   if (!done && steps > 0 && decode_graph_supported(weights.config, rope, prompt))
     cache = kv_cache_fixed(cache, prompt.size(1) + steps, rope);
   // One decode step: `input` in, the chosen tokens back into it.
+  const std::optional<int64_t> rerun_at = rerun_length(weights.config, rope);
   auto step = [&] {
-    input.copy_(greedy_next(model_forward(weights, rope, overrides, input, forward).logits, eos, finished,
+    const bool rerun = rerun_at && kv_cache_length(cache) == *rerun_at;
+    if (rerun) cache = kv_cache_init(weights.config.num_hidden_layers);
+    const torch::Tensor in = rerun ? torch::cat(pieces, 1) : input;
+    input.copy_(greedy_next(model_forward(weights, rope, overrides, in, forward).logits, eos, finished,
                             options.pad_token_id));
     if (cache.fixed) cache.fixed->position.add_(1);
   };

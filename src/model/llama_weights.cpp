@@ -52,6 +52,9 @@ void llama_expected_tensors_each(const ModelConfig& c, const std::function<bool(
     };
     for (const ExpectedTensor& e : layer)
       if (!visit(e)) return;
+    if (!model_config_qk_norm(c)) continue;
+    for (const char* norm : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"})
+      if (!visit({p + norm, {d}, true})) return;
   }
 }
 

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "linear_ard/model/model_family.h"  // defines: model_family_of, SlidingRule
+
 namespace linear_ard::model {
 
 const char* rope_type_name(RopeType type) {
@@ -36,19 +38,47 @@ int64_t model_config_head_dim(const ModelConfig& config) {
 }
 
 bool model_config_qkv_bias(const ModelConfig& config) {
-  return config.attention_bias || config.model_type == "qwen2";
+  return config.attention_bias || model_family_of(config).qkv_bias;
 }
 
+bool model_config_qk_norm(const ModelConfig& config) { return model_family_of(config).qk_norm; }
+
 std::optional<int64_t> model_config_layer_window(const ModelConfig& config, int64_t layer) {
-  if (!config.layer_types.empty()) {
-    if (config.layer_types.at(layer) != "sliding_attention") return std::nullopt;
-    return config.sliding_window;
+  switch (model_family_of(config).sliding) {
+    case SlidingRule::kNone:
+      return std::nullopt;
+    case SlidingRule::kEveryLayer:
+      return config.sliding_window;
+    case SlidingRule::kQwen:
+      // Qwen2Config/Qwen3Config drop the window unless use_sliding_window, whatever layer_types says.
+      if (!config.use_sliding_window.value_or(false) || !config.sliding_window) return std::nullopt;
+      if (!config.layer_types.empty())
+        return config.layer_types.at(layer) == "sliding_attention" ? config.sliding_window : std::nullopt;
+      return layer >= config.max_window_layers.value_or(28) ? config.sliding_window : std::nullopt;
   }
-  if (config.model_type == "qwen2") {
-    if (!config.use_sliding_window.value_or(false) || !config.sliding_window) return std::nullopt;
-    return layer >= config.max_window_layers.value_or(28) ? config.sliding_window : std::nullopt;
+  return std::nullopt;
+}
+
+std::optional<std::string> rope_config_missing(const RopeConfig& rope) {
+  switch (rope.type) {
+    case RopeType::kDefault:
+      return std::nullopt;
+    case RopeType::kLinear:
+    case RopeType::kDynamic:
+    case RopeType::kYarn:
+      if (!rope.factor) return "factor";
+      return std::nullopt;
+    case RopeType::kLlama3:
+      if (!rope.factor) return "factor";
+      if (!rope.low_freq_factor) return "low_freq_factor";
+      if (!rope.high_freq_factor) return "high_freq_factor";
+      return std::nullopt;
+    case RopeType::kLongrope:
+      if (rope.short_factor.empty()) return "short_factor";
+      if (rope.long_factor.empty()) return "long_factor";
+      return std::nullopt;
   }
-  return config.sliding_window;
+  return std::nullopt;
 }
 
 int64_t rope_original_max_positions(const ModelConfig& config, const RopeConfig& rope) {
@@ -72,7 +102,8 @@ double model_config_param_count(const ModelConfig& c) {
   if (c.attention_bias) attn += h;
   double mlp = 3 * h * f;
   if (c.mlp_bias) mlp += 2 * f + h;
-  const double layer = attn + mlp + 2 * h;
+  const double qk_norm = model_config_qk_norm(c) ? 2 * static_cast<double>(model_config_head_dim(c)) : 0;
+  const double layer = attn + mlp + 2 * h + qk_norm;
   const double embed = static_cast<double>(c.vocab_size) * h;
   return embed + static_cast<double>(c.num_hidden_layers) * layer + h + (c.tie_word_embeddings ? 0 : embed);
 }
@@ -95,6 +126,11 @@ void model_config_validate(const ModelConfig& c) {
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("model config: " + what);
   };
+  const ModelFamily* family = model_family_find(c.model_type);
+  need(family != nullptr, "model_type \"" + c.model_type + "\" is not supported (supported: " + model_family_names() + ")");
+  need(model_family_takes_rope(*family, c.rope.type),
+       std::string("rope type ") + rope_type_name(c.rope.type) + " is not one " + family->architecture +
+           " takes (" + model_family_rope_names(*family) + ")");
   need(c.vocab_size > 0, "vocab_size must be > 0");
   need(c.hidden_size > 0, "hidden_size must be > 0");
   need(c.intermediate_size > 0, "intermediate_size must be > 0");
@@ -108,6 +144,10 @@ void model_config_validate(const ModelConfig& c) {
   need(c.layer_types.empty() || static_cast<int64_t>(c.layer_types.size()) == c.num_hidden_layers,
        "layer_types must have num_hidden_layers entries");
   need(c.hidden_act == "silu", "hidden_act \"" + c.hidden_act + "\" is not supported (silu only)");
+  if (const auto key = rope_config_missing(c.rope))
+    need(false, std::string("rope type ") + rope_type_name(c.rope.type) + " needs " + *key);
+  if (c.rope.type == RopeType::kLlama3)
+    need(*c.rope.high_freq_factor > *c.rope.low_freq_factor, "llama3 high_freq_factor must be > low_freq_factor");
   const int64_t rot = rope_rotary_dim(c, c.rope);
   need(rot > 0 && rot % 2 == 0 && rot <= model_config_head_dim(c),
        "rotary dimension " + std::to_string(rot) + " must be even and within head_dim");
@@ -123,14 +163,11 @@ std::string model_config_describe(const ModelConfig& c, std::optional<int64_t> p
   std::ostringstream out;
   const RopeConfig& r = c.rope;
   // config.json's architectures; without it, the class transformers' AutoModelForCausalLM picks for
-  // the model_type (the three supported ones).
+  // the model_type.
   if (!c.architectures.empty()) {
     out << "architecture:      " << c.architectures.front() << " (model_type " << c.model_type << ")\n";
   } else {
-    const std::string auto_class = c.model_type == "llama"     ? "LlamaForCausalLM"
-                                   : c.model_type == "mistral" ? "MistralForCausalLM"
-                                                               : "Qwen2ForCausalLM";
-    out << "architecture:      " << auto_class << " (model_type " << c.model_type
+    out << "architecture:      " << model_family_of(c).architecture << " (model_type " << c.model_type
         << "; config.json names no architectures)\n";
   }
   // In the unit that keeps 3 significant digits: a 50 K-parameter test model is not "0.00 B".
@@ -143,7 +180,7 @@ std::string model_config_describe(const ModelConfig& c, std::optional<int64_t> p
       << ", intermediate " << c.intermediate_size << ", vocab " << c.vocab_size << "\n";
   out << "attention:         " << c.num_attention_heads << " heads, " << c.num_key_value_heads
       << " kv heads, head_dim " << model_config_head_dim(c)
-      << (model_config_qkv_bias(c) ? ", qkv bias" : "");
+      << (model_config_qkv_bias(c) ? ", qkv bias" : "") << (model_config_qk_norm(c) ? ", q/k norm" : "");
   if (model_config_layer_window(c, c.num_hidden_layers - 1))
     out << ", sliding window " << *model_config_layer_window(c, c.num_hidden_layers - 1);
   out << "\n";

@@ -3,16 +3,19 @@
 #include "linear_ard/train/restore_trainer.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
+#include "linear_ard/io/hf_config.h"              // defines: hf_rope_dict_from_json
 #include "linear_ard/io/hf_folder.h"              // defines: hf_folder_load, hf_folder_*_check
+#include "linear_ard/io/model_path.h"             // defines: model_path_resolve
 #include "linear_ard/io/tokenizer.h"              // defines: tokenizer_load, tokenizer_file
+#include "linear_ard/model/rope_compose.h"        // defines: rope_compose
 #include "linear_ard/train/metrics_log.h"         // defines: progress_break
 #include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
-#include "linear_ard/train/student_config.h"      // defines: student_config_make, teacher_native_check
 #include "run.h"                                  // defines: Run, run_progress_start
 #include "run_loop.h"                             // defines: run_stages
 #include "run_result.h"                           // defines: run_result_write
@@ -23,20 +26,33 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The plan of a restore run: the teacher folder, the student's RoPE, lengths and data.
-RunPlan restore_plan(const RestoreConfig& config) {
-  RunPlan plan = run_plan_begin(config, "restore");
-  const RestoreConfig& c = plan.config;
-  if (!fs::is_directory(c.teacher))
-    throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " does not exist");
-  plan.teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
-  io::hf_folder_weights_check(plan.teacher);
-  teacher_native_check(plan.teacher);
+// The student's config: the teacher's with its RoPE composed with the requested one
+// (model::rope_compose, docs/rope.md). `student_rope` is validated (restore_config_load): a known
+// scaled type with a factor >= 1.
+model::ModelConfig student_config_make(const io::HfFolder& teacher, const json& student_rope) {
   try {
-    plan.student_config = student_config_make(plan.teacher, c.student_rope);
+    return model::rope_compose(teacher.model_config, io::hf_rope_dict_from_json(student_rope, teacher.model_config.rope));
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("config key 'student_rope': ") + e.what());
   }
+}
+
+// The plan of a restore run: the teacher folder, the student's RoPE, lengths and data.
+RunPlan restore_plan(const RestoreConfig& config) {
+  RunPlan plan = run_plan_begin(config, "restore");
+  // A hub name becomes its snapshot folder in the local Hugging Face cache, which the resolved
+  // config then records.
+  try {
+    plan.config.teacher = io::model_path_resolve(config.teacher);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("config key 'teacher': ") + e.what());
+  }
+  const RestoreConfig& c = plan.config;
+  if (!fs::is_directory(c.teacher))
+    throw std::invalid_argument("config key 'teacher': folder " + c.teacher + " is not a directory");
+  plan.teacher = io::hf_folder_load(c.teacher, /*load_weights=*/true);
+  io::hf_folder_weights_check(plan.teacher);
+  plan.student_config = student_config_make(plan.teacher, c.student_rope);
   plan.mix = {c.pretrain.passkey_fraction, c.seed, c.pretrain.answer_weight, {}};
   plan.tokenizer = io::tokenizer_load(c.teacher);
   io::hf_folder_tokenizer_check(plan.teacher, *plan.tokenizer, io::tokenizer_file(c.teacher));

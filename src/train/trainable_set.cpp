@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
+#include "linear_ard/io/hf_fused.h"   // defines: hf_fused_name
 #include "linear_ard/io/json_file.h"  // defines: json_file_write
 
 namespace linear_ard::train {
@@ -33,7 +35,7 @@ std::vector<std::string> qkv_names(const io::TensorMap& checkpoint, int64_t last
 
 TrainableSet::TrainableSet(Trainable mode, const LoraConfig& lora, const io::TensorMap& checkpoint,
                            const model::LlamaWeights& weights, int64_t last_layer, const torch::Device& device)
-    : lora_config_(lora), last_layer_(last_layer), num_layers_(weights.config.num_hidden_layers) {
+    : lora_config_(lora), config_(weights.config), last_layer_(last_layer), num_layers_(weights.config.num_hidden_layers) {
   if (mode == Trainable::kFull || mode == Trainable::kQkv) {
     names_ = mode == Trainable::kFull ? full_names(weights) : qkv_names(checkpoint, last_layer);
     masters_.emplace(names_, checkpoint, num_layers_, device);
@@ -103,14 +105,44 @@ io::TensorMap TrainableSet::merged(const io::TensorMap& checkpoint) const {
   return out;
 }
 
+// PEFT's adapters target the modules the checkpoint stores: where it fuses projections (Phi-3's
+// qkv_proj, gate_up_proj) the adapters of the parts become one on the fused module, A stacked and
+// B block-diagonal, so that B A is the parts' B A stacked by rows; rank and alpha both grow by the
+// number of parts (rank_pattern / alpha_pattern), which keeps the scale alpha / r.
+TrainableSet::PeftAdapters TrainableSet::peft_adapters() const {
+  PeftAdapters out;
+  std::vector<std::string> order;  // fused modules in first-seen order
+  std::map<std::string, std::vector<size_t>> parts;
+  for (size_t m = 0; m < modules_.size(); ++m) {
+    std::string stored = io::hf_fused_name(config_, modules_[m] + ".weight");
+    stored.resize(stored.size() - std::string(".weight").size());
+    if (!parts.count(stored)) order.push_back(stored);
+    parts[stored].push_back(m);
+  }
+  for (const std::string& module : order) {
+    std::vector<torch::Tensor> as, bs;
+    for (size_t m : parts[module]) {
+      as.push_back(parameters_[2 * m].detach().to(torch::kCPU));
+      bs.push_back(parameters_[2 * m + 1].detach().to(torch::kCPU));
+    }
+    out.tensors["base_model.model." + module + ".lora_A.weight"] = torch::cat(as, 0);
+    out.tensors["base_model.model." + module + ".lora_B.weight"] = torch::block_diag(bs);
+    const std::string name = module.substr(module.rfind('.') + 1);
+    if (std::find(out.target_modules.begin(), out.target_modules.end(), name) == out.target_modules.end())
+      out.target_modules.push_back(name);
+    const auto n = static_cast<int64_t>(parts[module].size());
+    if (n > 1) {
+      out.rank_pattern[name] = lora_config_.rank * n;
+      out.alpha_pattern[name] = lora_config_.alpha * static_cast<double>(n);
+    }
+  }
+  return out;
+}
+
 void TrainableSet::adapters_save(const std::string& folder, const std::string& base_model) const {
   if (!lora_) throw std::logic_error("adapters_save: no LoRA adapters");
-  io::TensorMap tensors;
-  for (size_t m = 0; m < modules_.size(); ++m) {
-    tensors["base_model.model." + modules_[m] + ".lora_A.weight"] = parameters_[2 * m].detach().to(torch::kCPU);
-    tensors["base_model.model." + modules_[m] + ".lora_B.weight"] = parameters_[2 * m + 1].detach().to(torch::kCPU);
-  }
-  io::safetensors_save(folder + "/adapter_model.safetensors", tensors);
+  const PeftAdapters adapters = peft_adapters();
+  io::safetensors_save(folder + "/adapter_model.safetensors", adapters.tensors);
   // PEFT wraps target_modules in every layer unless told which: the adapters stop at last_layer_.
   nlohmann::json layers_to_transform = nullptr, layers_pattern = nullptr;
   if (last_layer_ + 1 < num_layers_) {
@@ -124,10 +156,12 @@ void TrainableSet::adapters_save(const std::string& folder, const std::string& b
                        {"base_model_name_or_path", base_model},
                        {"r", lora_config_.rank},
                        {"lora_alpha", lora_config_.alpha},
+                       {"rank_pattern", adapters.rank_pattern},
+                       {"alpha_pattern", adapters.alpha_pattern},
                        {"lora_dropout", lora_config_.dropout},
                        {"layers_to_transform", layers_to_transform},
                        {"layers_pattern", layers_pattern},
-                       {"target_modules", target_modules_},
+                       {"target_modules", adapters.target_modules},
                        {"bias", "none"},
                        {"fan_in_fan_out", false},
                        {"inference_mode", true},

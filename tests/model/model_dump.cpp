@@ -5,20 +5,25 @@
 //   model_dump MODEL_DIR OUT.safetensors --ids "1 2 3,4 5 6" [--mask "1 1 0,1 1 1"]
 //              [--qkv-layers 0,2] [--dtype float32|bfloat16|float16] [--device cpu|cuda]
 //              [--generate N] [--stop-after L] [--grad-check] [--write-config OUT_DIR]
+//              [--student-rope JSON] [--save-folder OUT_DIR]
 // --write-config writes hf_config_to_json(config.json) to OUT_DIR/config.json, for checking that
-// transformers reads our legacy form with the same RoPE.
+// transformers reads our legacy form with the same RoPE. --student-rope runs the folder's weights
+// under the student config rope_compose makes of the folder's and that rope dict (what restore
+// trains), and --write-config then writes that config. --save-folder writes the folder as loaded
+// back with hf_folder_save (what restore writes: fused tensors joined again for Phi-3).
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "linear_ard/io/hf_weights.h"     // hf_weights_load
-#include "linear_ard/io/hf_config.h"      // hf_config_from_json
-#include "linear_ard/io/json_file.h"      // json_file_read
+#include "linear_ard/io/hf_config.h"      // hf_config_to_json, hf_rope_dict_from_json
+#include "linear_ard/io/hf_folder.h"      // hf_folder_load
+#include "linear_ard/io/json_file.h"      // json_file_write
 #include "linear_ard/io/safetensors.h"    // safetensors_save
 #include "linear_ard/model/generate.h"    // model_generate_greedy
 #include "linear_ard/model/llama_model.h"  // model_forward
+#include "linear_ard/model/rope_compose.h"  // rope_compose
 
 namespace {
 
@@ -88,7 +93,7 @@ int run(int argc, char** argv) {
   }
   const std::string folder = argv[1], out_path = argv[2];
   std::string ids_text, mask_text, layers_text, dtype_name = "float32", device_name = "cpu";
-  std::string config_out;
+  std::string config_out, student_rope, save_folder;
   int64_t generate = 0;
   std::optional<int64_t> stop_after;
   bool grad_check = false;
@@ -107,16 +112,22 @@ int run(int argc, char** argv) {
     else if (a == "--stop-after") stop_after = std::stoll(value());
     else if (a == "--grad-check") grad_check = true;
     else if (a == "--write-config") config_out = value();
+    else if (a == "--student-rope") student_rope = value();
+    else if (a == "--save-folder") save_folder = value();
     else throw std::invalid_argument("unknown argument " + a);
   }
   const torch::Device device(device_name);
   const auto dtype = parse_dtype(dtype_name);
 
-  const nlohmann::json config_json = io::json_file_read(folder + "/config.json");
-  const model::ModelConfig config = io::hf_config_from_json(config_json);
+  io::HfFolder hf = io::hf_folder_load(folder, /*load_weights=*/true);
+  const model::ModelConfig config =
+      student_rope.empty() ? hf.model_config
+                           : model::rope_compose(hf.model_config, io::hf_rope_dict_from_json(
+                                                                      nlohmann::json::parse(student_rope), hf.model_config.rope));
   if (!config_out.empty())
-    io::json_file_write(config_out + "/config.json", io::hf_config_to_json(config, config_json));
-  io::TensorMap tensors = io::hf_weights_load(folder);
+    io::json_file_write(config_out + "/config.json", io::hf_config_to_json(config, hf.config));
+  if (!save_folder.empty()) io::hf_folder_save(save_folder, hf);
+  io::TensorMap tensors = std::move(hf.weights);
   for (auto& [name, t] : tensors) t = t.to(device, dtype);
   const model::LlamaWeights weights = model::llama_weights_from_map(config, std::move(tensors));
   const model::RopeTables rope = model::rope_tables_init(config);

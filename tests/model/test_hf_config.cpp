@@ -1,4 +1,4 @@
-// config.json <-> ModelConfig: both RoPE spellings, defaults, error messages, round trip, summary.
+// config.json <-> ModelConfig: both RoPE spellings, defaults (Phi-3's too), error messages, round trip, summary.
 #include <gtest/gtest.h>
 
 #include "linear_ard/io/hf_config.h"
@@ -185,6 +185,29 @@ TEST(HfConfig, DescribeCountsInReadableUnitsAndNamesTheArchitecture) {
   j["model_type"] = "llama";
   // LLaMA-2-7B's shape: 6,738,415,616 parameters.
   EXPECT_NE(model::model_config_describe(io::hf_config_from_json(j)).find("6738415616 (6.74 B)"), std::string::npos);
+}
+
+TEST(HfConfig, UnsupportedModelTypeNamesTheSupportedOnes) {
+  EXPECT_EQ(error_of([] { json j = llama_json(); j["model_type"] = "gemma2"; return j; }()),
+            "config.json: model_type \"gemma2\" is not supported (supported: llama, mistral, qwen2, qwen3, phi3)");
+}
+
+TEST(HfConfig, Phi3RopeTypesAndTopLevelOriginalLength) {
+  json j = llama_json();
+  j["model_type"] = "phi3";
+  j.erase("rms_norm_eps");
+  const auto plain = io::hf_config_from_json(j);
+  EXPECT_EQ(*plain.original_max_position_embeddings, 4096);  // Phi3Config's class default
+  EXPECT_DOUBLE_EQ(plain.rms_norm_eps, 1e-5);
+  EXPECT_FALSE(model::model_config_layer_window(plain, 0));
+  j["max_position_embeddings"] = 131072;
+  j["rope_scaling"] = {{"type", "su"}, {"short_factor", std::vector<double>(8, 1.0)},
+                       {"long_factor", std::vector<double>(8, 4.0)}};
+  const auto su = io::hf_config_from_json(j);
+  EXPECT_EQ(su.rope.type, model::RopeType::kLongrope);  // Phi3Config renames su and yarn
+  EXPECT_EQ(model::rope_original_max_positions(su, su.rope), 4096);
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  EXPECT_EQ(error_of(j), "config.json: rope_scaling.rope_type is not one Phi3ForCausalLM takes (default, longrope), got \"linear\"");
 }
 
 }  // namespace

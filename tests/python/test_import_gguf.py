@@ -86,11 +86,11 @@ def test_mixed_types_loads_in_transformers_like_the_gguf(mixed_types):
 
 
 def test_unsupported_architecture_is_named(tmp_path):
-    path = tmp_path / "phi.gguf"
-    derived_gguf(path, layers=1, arch="phi3")
+    path = tmp_path / "gemma.gguf"
+    derived_gguf(path, layers=1, arch="gemma2")
     run = run_import(path, tmp_path / "out")
     assert run.returncode == 1
-    assert "architecture 'phi3' cannot be imported (supported: llama, mistral, qwen2)" in run.stderr
+    assert "architecture 'gemma2' cannot be imported (supported: llama, mistral, qwen2, qwen3, phi3)" in run.stderr
     assert not (tmp_path / "out").exists()
 
 

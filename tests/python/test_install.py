@@ -1,16 +1,23 @@
 """Installing: `cmake --install` of the build into a temporary prefix gives a working binary,
-libraries, headers and Python package with no source tree or build folder involved (the binary runs
-from the prefix and finds its libraries there; `import linear_ard` from the prefix's site-packages
-loads the prefix's op library and computes the KL the dense reference gives); the version is the
-one CMakeLists.txt and pyproject.toml state. `pip install .` itself (a build of the op library,
-minutes; CPU kernels) runs with LINEAR_ARD_TEST_PIP=1: it installs into a temporary --target folder
-and imports from there.
+libraries, headers, the scripts the binary runs and the Python package with no source tree or build
+folder involved (the binary runs from the prefix and finds its libraries there; `import linear_ard`
+from the prefix's site-packages loads the prefix's op library and computes the KL the dense
+reference gives); the version is the one CMakeLists.txt and pyproject.toml state.
+
+`pip install .` itself runs with LINEAR_ARD_TEST_PIP=1 (a build of the op library and the command
+line; CPU kernels): it installs into a temporary --target folder, imports from there, and runs the
+installed `linear-ard` entry point and the Python API with no build folder in sight; the installed
+binary finds libtorch through its `$ORIGIN/../../torch/lib` RPATH (torch beside the package, as in
+a site-packages). Its CMake build folder is the source tree's `build-pip/` (pyproject.toml), so a
+second run rebuilds only what changed, and the compiler goes through ccache when it is installed.
 
     LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_install.py
+    LINEAR_ARD_TEST_PIP=1 LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_install.py -k pip
 """
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +73,8 @@ def site_packages(prefix):
 def test_prefix_layout(prefix):
     for path in ("bin/linear-ard", "lib/liblinear_ard_ops.so", "lib/liblinear_ard_model.so",
                  "include/linear_ard/ops/relation_kl.h", "include/linear_ard/core/relation_kl.h",
-                 "share/linear-ard/plot.py"):
+                 "share/linear-ard/plot.py", "share/linear-ard/export_gguf.py",
+                 "share/linear-ard/tensorboard_follow.py"):
         assert (prefix / path).is_file(), path
     assert (site_packages(prefix) / "linear_ard" / "__init__.py").is_file()
     assert not list(site_packages(prefix).rglob("__pycache__"))
@@ -101,17 +109,81 @@ def test_versions_agree():
     assert re.search(regex, (ROOT / "CMakeLists.txt").read_text()).group("value") == PROJECT_VERSION
 
 
-@pytest.mark.skipif(os.environ.get("LINEAR_ARD_TEST_PIP") != "1", reason="builds the op library: set LINEAR_ARD_TEST_PIP=1")
-def test_pip_install_builds_and_imports(tmp_path):
-    target = tmp_path / "site"
+# The Python API from the installed package alone: it finds the binary inside the package.
+API_CHECK = """
+import sys
+import linear_ard
+from linear_ard._binary import binary
+print(binary())
+report = linear_ard.evaluate(sys.argv[1], "ppl", text=sys.argv[2], ctx=[64], device="cpu")
+print(report["results"][0]["ppl"])
+"""
+
+
+def library_paths(binary, env):
+    """{library name: the path the dynamic loader takes it from} for `binary`, as ldd reports."""
+    r = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    paths = {}
+    for line in r.stdout.splitlines():
+        if "=>" in line:
+            name, rest = line.split("=>", 1)
+            paths[name.strip()] = rest.split(" (")[0].strip()
+    return paths
+
+
+@pytest.fixture(scope="module")
+def pip_target(tmp_path_factory):
+    if os.environ.get("LINEAR_ARD_TEST_PIP") != "1":
+        pytest.skip("builds the op library and the command line: set LINEAR_ARD_TEST_PIP=1")
+    target = tmp_path_factory.mktemp("pip") / "site"
     # CPU kernels only: a CUDA build of the kernels takes far longer and is the same install path.
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target),
-                        "--config-settings=cmake.define.LINEAR_ARD_WITH_CUDA=OFF", str(ROOT)],
-                       capture_output=True, text=True, env=clean_env(), timeout=3600)
+    settings = ["--config-settings=cmake.define.LINEAR_ARD_WITH_CUDA=OFF"]
+    if shutil.which("ccache"):
+        settings.append("--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache")
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), *settings,
+                        str(ROOT)], capture_output=True, text=True, env=clean_env(), timeout=3600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    # torch beside the package, as a site-packages holds them (the --target folder has no torch).
+    import torch
+    (target / "torch").symlink_to(Path(torch.__file__).parent)
+    return target
+
+
+def test_pip_install_builds_and_imports(pip_target, tmp_path):
+    target = pip_target
     assert (target / "linear_ard" / "liblinear_ard_ops.so").is_file()
     assert list(target.glob(f"linear_ard-{PROJECT_VERSION}.dist-info"))
     r = subprocess.run([sys.executable, "-c", IMPORT_CHECK, str(Path(__file__).resolve().parent)],
                        capture_output=True, text=True, cwd=tmp_path, env=clean_env(PYTHONPATH=str(target)))
     assert r.returncode == 0, r.stderr
     assert str(target / "linear_ard" / "liblinear_ard_ops.so") in r.stdout.splitlines()[-1]
+
+
+def test_pip_installed_command_finds_its_libraries(pip_target, tmp_path):
+    target = pip_target
+    env = clean_env(PYTHONPATH=str(target))
+    binary = target / "linear_ard" / "bin" / "linear-ard"
+    for script in ("plot.py", "export_gguf.py", "tensorboard_follow.py"):
+        assert (target / "linear_ard" / "share" / "linear-ard" / script).is_file(), script
+    paths = library_paths(binary, env)
+    assert os.path.normpath(paths["liblinear_ard_model.so"]) == str(target / "linear_ard" / "liblinear_ard_model.so")
+    assert os.path.normpath(paths["libtorch_cpu.so"]) == str(target / "torch" / "lib" / "libtorch_cpu.so"), paths
+    # The entry point pip wrote (on PATH in a real environment) runs that binary.
+    r = subprocess.run([str(target / "bin" / "linear-ard"), "--version"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == f"linear-ard {PROJECT_VERSION}", r.stdout + r.stderr
+    r = subprocess.run([str(target / "bin" / "linear-ard"), "inspect", str(ROOT / "models" / "demo")],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert r.returncode == 0 and "LlamaForCausalLM" in r.stdout, r.stdout + r.stderr
+
+
+def test_pip_installed_python_api_runs_the_installed_binary(pip_target, tmp_path):
+    env = clean_env(PYTHONPATH=str(pip_target))
+    env.pop("LINEAR_ARD_BINARY", None)
+    r = subprocess.run([sys.executable, "-c", API_CHECK, str(ROOT / "models" / "demo"),
+                        str(ROOT / "data" / "demo" / "heldout.jsonl")], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    used, ppl = r.stdout.splitlines()[-2:]
+    assert used == str(pip_target / "linear_ard" / "bin" / "linear-ard") and float(ppl) > 1

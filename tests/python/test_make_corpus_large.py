@@ -1,7 +1,7 @@
 """experiments/make_corpus_large.py and its helpers (corpus_debian.py, corpus_dedup.py,
 corpus_decontaminate.py) on tiny synthetic package trees, no network: which HTML pages are read,
 dictd entries, paragraph deduplication up to numbers and case, the 13-word test-overlap filter, and a
-whole run whose test sources end up in heldout.jsonl only, as experiments/experiment_real_data.py reads them."""
+whole run whose test sources end up in heldout.jsonl only, as scripts/corpus_split.py reads them."""
 import gzip
 import json
 import random
@@ -141,7 +141,7 @@ def test_a_run_keeps_test_sources_out_of_train_and_each_paragraph_once(tmp_path)
     assert manifest["dropped_paragraphs"]["test_overlap"] == 1
     assert manifest["totals"]["train_documents"] == len(train)
     split = tmp_path / "split"
-    r = script_run("experiments/experiment_real_data.py", out, split)
+    r = script_run("scripts/corpus_split.py", out, split)
     assert r.returncode == 0, r.stderr
     test = [json.loads(line) for line in (split / "test.jsonl").read_text().splitlines()]
     assert {d["source"] for d in test} == {"jargon", "gnu-standards"}

@@ -1,7 +1,7 @@
 """Reliability of `linear-ard restore` (docs/reliability.md): what a demanding user throws at the trainer.
 
 Malformed or suspicious configs (a key given twice, a misspelt rope key, factor < 1, a context too
-short to train on, warmup longer than the run), bad teachers (already RoPE-scaled, NaN weights), a
+short to train on, warmup longer than the run), teachers (one already RoPE-scaled, extended; NaN weights refused), a
 run that diverges, two runs on one output folder, leftovers of a kill, and resuming a run stopped at
 its last step. Each case checks the outcome a user relies on: a clean error naming the problem and
 nothing half-written where they would load it, or a warning on stderr where the input is legal.
@@ -125,7 +125,9 @@ def test_hf_style_aliases(setup, tmp_path):
 # ---- teachers
 
 
-def test_teacher_already_rope_scaled_is_refused(setup, tmp_path):
+def test_teacher_already_rope_scaled_is_extended(setup, tmp_path):
+    """A PI x4 teacher asked for linear x2: the student is linear x8 over the teacher's 4 x CTX
+    positions doubled (docs/rope.md); dynamic NTK over it has no rope dict and is refused."""
     root, teacher, config = setup[:3]
     scaled = tmp_path / "scaled"
     shutil.copytree(teacher, scaled)
@@ -135,8 +137,14 @@ def test_teacher_already_rope_scaled_is_refused(setup, tmp_path):
     cfg["max_position_embeddings"] = CTX * 4
     (scaled / "config.json").write_text(json.dumps(cfg))
     out = tmp_path / "out"
-    r = restore(config, f"output={out}", f"teacher={scaled}")
-    fails_cleanly(r, out, f"teacher {scaled}", "already RoPE-scaled", "linear")
+    r = restore(config, f"output={out}", f"teacher={scaled}", "student_rope.factor=2", "steps=1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    written = json.loads((out / "model" / "config.json").read_text())
+    assert written["rope_scaling"] == {"rope_type": "linear", "factor": 8.0}
+    assert written["max_position_embeddings"] == CTX * 8
+    out = tmp_path / "out2"
+    r = restore(config, f"output={out}", f"teacher={scaled}", "student_rope.rope_type=dynamic")
+    fails_cleanly(r, out, "config key 'student_rope': rope_type dynamic over a teacher whose config.json has rope_type linear")
     assert not out.exists()
 
 

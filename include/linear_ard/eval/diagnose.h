@@ -80,9 +80,9 @@ struct DiagnoseResult {
 };
 
 // The checks diagnose_run starts with, cheap enough to run before the weights are loaded: throws
-// std::invalid_argument naming the problem — a scaled teacher (train::teacher_native_check), L
-// below the native length, C outside [2, native], relation_length outside [2, L], an unknown or no
-// scaling, L too short for a passkey prompt of `tokenizer`.
+// std::invalid_argument naming the problem — a scaled teacher, L below the native length, C outside
+// [2, native], relation_length outside [2, L], an unknown or no scaling, L too short for a passkey
+// prompt of `tokenizer`.
 void diagnose_options_check(const io::HfFolder& folder, const io::Tokenizer& tokenizer, const DiagnoseOptions& options);
 
 // Measures every scaling of `options` on `teacher` (its folder's config.json in `folder`): the KL

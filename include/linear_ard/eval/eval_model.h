@@ -33,7 +33,8 @@ struct EvalModel {
   const dist::Distributed* distributed = nullptr;
 };
 
-// Loads `path` (config, weights, tokenizer). device: cpu, cuda or auto (cuda when available);
+// Loads `path` (config, weights, tokenizer): a folder, or a hub name in the local Hugging Face cache
+// (io::model_path_resolve). device: cpu, cuda or auto (cuda when available);
 // dtype: fp32, bf16 or auto (bf16 on cuda, fp32 on cpu). Throws std::invalid_argument for a bad
 // device/dtype name or a cuda request without a CUDA device, and an error naming the file, key or
 // tensor for weights that disagree with config.json (io::hf_folder_weights_check), a tokenizer

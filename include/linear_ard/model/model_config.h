@@ -1,5 +1,6 @@
-// Typed description of a LLaMA-family checkpoint (config.json): ModelConfig, its RopeConfig, and
-// the few facts derived from them (head_dim, per-layer sliding window, parameter count, summary).
+// Typed description of a LLaMA-family checkpoint (config.json; the families of model_family.h):
+// ModelConfig, its RopeConfig, and the few facts derived from them (head_dim, per-layer sliding
+// window, parameter count, summary).
 #pragma once
 
 #include <cstdint>
@@ -55,11 +56,11 @@ struct ModelConfig {
   // Top-level key (Phi-3 style); transformers gives it priority over the one inside the rope dict.
   std::optional<int64_t> original_max_position_embeddings;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v/o biases (Llama); Qwen2 has q/k/v biases by architecture
-  bool mlp_bias = false;
+  bool attention_bias = false;  // q/k/v/o biases (Llama, Qwen3); Qwen2 has q/k/v biases by architecture
+  bool mlp_bias = false;        // Llama
   std::string hidden_act = "silu";
-  // Sliding-window attention: Mistral applies it to every layer; Qwen2 only when
-  // use_sliding_window and to layers >= max_window_layers; layer_types, when given, decides.
+  // Sliding-window attention: Mistral and Phi-3 apply it to every layer; Qwen2/3 only when
+  // use_sliding_window, to layers >= max_window_layers or as layer_types, when given, says.
   std::optional<int64_t> sliding_window;
   std::optional<bool> use_sliding_window;
   std::optional<int64_t> max_window_layers;
@@ -71,8 +72,13 @@ struct ModelConfig {
 };
 
 int64_t model_config_head_dim(const ModelConfig& config);
+// The first key a RoPE of its type needs that `rope` lacks ("factor", "low_freq_factor", ...), or
+// nullopt: what transformers' rope init function of that type reads without a default.
+std::optional<std::string> rope_config_missing(const RopeConfig& rope);
 // Whether q/k/v carry biases: attention_bias, or the Qwen2 architecture.
 bool model_config_qkv_bias(const ModelConfig& config);
+// Whether each head of q and k goes through an RMSNorm (self_attn.q_norm / k_norm) before RoPE: Qwen3.
+bool model_config_qk_norm(const ModelConfig& config);
 // The window of layer `layer` as transformers applies it, or nullopt for full causal attention.
 std::optional<int64_t> model_config_layer_window(const ModelConfig& config, int64_t layer);
 // original_max_position_embeddings as transformers resolves it for yarn/llama3/longrope: the

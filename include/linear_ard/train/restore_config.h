@@ -125,6 +125,7 @@ struct RestoreConfig {
   bool overwrite = false;
   int64_t eval_every = 0;
   int64_t log_every = 1;
+  bool tensorboard = true;           // OUT/tensorboard/ events from metrics.jsonl (the CLI's follower)
   int64_t checkpoint_every = 0;
   bool resume = false;
   int64_t stop_after_step = 0;

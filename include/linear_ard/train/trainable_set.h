@@ -40,7 +40,8 @@ class TrainableSet {
   io::TensorMap merged(const io::TensorMap& checkpoint) const;
   // Writes adapter_config.json and adapter_model.safetensors as PEFT's save_pretrained does
   // (keys base_model.model.<module>.lora_A.weight; layers_to_transform when the adapters stop
-  // before the last layer); LoRA modes only.
+  // before the last layer; a family's fused modules, Phi-3's qkv_proj and gate_up_proj, each one
+  // adapter of the parts' ranks summed, through rank_pattern / alpha_pattern); LoRA modes only.
   void adapters_save(const std::string& folder, const std::string& base_model) const;
 
   // Parameters by name (fp32, CPU) for checkpoints; state_load copies them back in place so the
@@ -49,8 +50,17 @@ class TrainableSet {
   void state_load(const io::TensorMap& state);
 
  private:
+  // The adapters as PEFT holds them for the checkpoint's modules (fused where it fuses).
+  struct PeftAdapters {
+    io::TensorMap tensors;
+    std::vector<std::string> target_modules;
+    nlohmann::json rank_pattern = nlohmann::json::object(), alpha_pattern = nlohmann::json::object();
+  };
+  PeftAdapters peft_adapters() const;
+
   bool lora_ = false;
   LoraConfig lora_config_;
+  model::ModelConfig config_;
   std::vector<std::string> target_modules_;  // LoRA: short module names (q_proj, ...)
   std::vector<std::string> modules_;         // LoRA: full module names, one per adapter
   int64_t last_layer_ = 0;                   // adapters cover layers 0..last_layer_

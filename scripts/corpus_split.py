@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Splits the Debian-package corpus (scripts/make_corpus.sh, build/corpus) for the real-model
-experiment BY SOURCE, so that short-context quality is measured on text from sources no method
-trained on (domain adaptation cannot pass for restoration):
+"""Splits the Debian-package corpus (scripts/make_corpus.sh, build/corpus) BY SOURCE, for the main
+job on a GPU (scripts/demo.sh) and the real-model experiments, so that short-context quality is
+measured on text from sources no run trained on (domain adaptation cannot pass for restoration):
 
     OUT/train.jsonl        training sources' train documents (what every method trains on)
-    OUT/val.jsonl          training sources' held-out documents (the hyper-parameter search)
+    OUT/val.jsonl          training sources' held-out documents (the run's validation, the searches)
     OUT/test.jsonl         the test sources, every document, joined in order into documents of
                            about --doc-bytes (so perplexity at 8K has full windows)
     OUT/split.json         which source went where, with byte counts
 
-    experiments/experiment_real_data.py build/corpus OUT [--test-sources jargon gnu-standards]
+    scripts/corpus_split.py build/corpus OUT [--test-sources jargon gnu-standards]
 """
 import argparse
 import json
@@ -75,7 +75,7 @@ def main():
         for d in docs:
             size[d["source"]] += len(d["text"].encode())
         summary[name] = {"documents": len(docs), "bytes_by_source": dict(size)}
-        print(f"experiment_real_data: {name:5s} {len(docs):6d} docs {sum(size.values()) / 1e6:6.2f} MB "
+        print(f"corpus_split: {name:5s} {len(docs):6d} docs {sum(size.values()) / 1e6:6.2f} MB "
               f"({', '.join(sorted(size))})")
     (out / "split.json").write_text(json.dumps(summary, indent=2) + "\n")
 

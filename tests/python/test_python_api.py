@@ -1,0 +1,54 @@
+"""The Python API (python/linear_ard/api.py): docs/python.md's example runs as written (from the
+repository root, through the build's binary) and what it returns is what the run wrote; a failing
+run raises RunError with the command's one error line.
+
+    LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_python_api.py
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_eval import binary
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def example():
+    text = (ROOT / "docs" / "python.md").read_text()
+    block = re.search(r"## Example\n.*?```python\n(.*?)```", text, re.S).group(1)
+    return block.replace("build/python-demo", "{out}")
+
+
+def test_docs_example_runs_and_returns_the_runs_files(tmp_path):
+    binary()
+    out = tmp_path / "demo"
+    code = example().format(out=out) + (
+        "import json, sys\n"
+        "json.dump({'model': str(run.model), 'metrics': run.metrics, 'config': run.config, 'ppl': ppl},"
+        " open(sys.argv[1], 'w'))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "got.json")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600, env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "python")})
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads((tmp_path / "got.json").read_text())
+    assert got["model"] == str(out / "model") and (out / "model" / "config.json").is_file()
+    assert got["metrics"] == [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in got["metrics"] if not m.get("eval")] == [1, 2, 3, 4]
+    assert got["config"] == yaml.safe_load((out / "resolved_config.yaml").read_text())
+    assert got["config"]["steps"] == 4 and got["config"]["tensorboard"] is False
+    assert got["ppl"]["results"][0]["ctx_len"] == 256 and got["ppl"]["results"][0]["ppl"] > 1
+
+
+def test_failed_run_raises_run_error_with_the_error_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("LINEAR_ARD_BINARY", str(binary()))
+    sys.path.insert(0, str(ROOT / "python"))
+    import linear_ard
+    with pytest.raises(linear_ard.RunError, match="config key 'steps'"):
+        linear_ard.restore({"teacher": str(ROOT / "models" / "demo"), "student_rope": {"rope_type": "linear",
+                            "factor": 2}, "data": [str(ROOT / "data" / "demo" / "restore.jsonl")],
+                            "output": str(tmp_path / "o")}, steps=-1)
