@@ -3,6 +3,7 @@
 write, so they can be restyled by editing this script or by calling its functions:
 
     scripts/plot.py curves OUT/metrics.jsonl [-o OUT/training_curves]    # restore / pretrain
+                                        [--summary OUT/training_summary.json]
     scripts/plot.py compare REPORT.json [-o REPORT]                      # eval compare -o REPORT
     scripts/plot.py tasks RESULTS.json... [--names a b] [-o OUT]         # eval tasks / lm-eval results
     scripts/plot.py diagnose OUT/diagnose.json [-o OUT/diagnose]          # diagnose -o OUT
@@ -30,9 +31,10 @@ matplotlib.rcParams["svg.fonttype"] = "none"
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-# Held-out monitors of metrics.jsonl's "eval" lines (restore: relation losses and the monitored
-# KLs; pretrain: LM loss and perplexity), each drawn on its own axes.
-MONITORS = ("relation_loss", "loss_q", "loss_k", "loss_v", "logit_kl", "attention_kl", "loss_lm", "perplexity")
+# Held-out monitors of metrics.jsonl's "eval" lines (restore: the validation's KL to the native
+# model, the relation losses and the monitored KLs; pretrain: LM loss and perplexity), each drawn
+# on its own axes; restore's perplexity beside the native model's, and passkey retrieval per length.
+MONITORS = ("val_kl", "relation_loss", "loss_q", "loss_k", "loss_v", "logit_kl", "attention_kl", "loss_lm", "perplexity")
 DECADES_FOR_LOG = 2.0
 
 
@@ -88,9 +90,25 @@ def metrics_read(path):
     return records
 
 
-def curves_figure(records):
+def validation_panels(evals):
+    """Restore's validation beyond the monitors: the student's perplexity beside the native
+    model's, and passkey accuracy per length."""
+    panels = []
+    if any("val_ppl" in r for r in evals):
+        panels.append(("validation perplexity",
+                       [(k, [(r["step"], r[k]) for r in evals if k in r]) for k in ("val_ppl", "native_ppl")]))
+    lengths = sorted({int(n) for r in evals for n in r.get("passkey", {})})
+    if lengths:
+        panels.append(("validation passkey accuracy",
+                       [(f"{n} tokens", [(r["step"], r["passkey"][str(n)]) for r in evals if str(n) in r.get("passkey", {})])
+                        for n in lengths]))
+    return panels
+
+
+def curves_figure(records, chosen_step=None):
     """The training-dynamics figure: optimised loss per stage, its parts, one panel per held-out
-    monitor, and the learning rate, against the optimizer step."""
+    monitor, the validation's perplexities and passkey, and the learning rate, against the optimizer
+    step; `chosen_step` (the validation whose weights the run wrote) marked on the held-out panels."""
     train = [r for r in records if not r.get("eval")]
     evals = [r for r in records if r.get("eval")]
     panels = []
@@ -106,6 +124,7 @@ def curves_figure(records):
         points = [(r["step"], r[key]) for r in evals if key in r]
         if points:
             panels.append((f"held-out {key}", [(key, points)]))
+    panels += validation_panels(evals)
     if train and any("lr" in r for r in train):
         panels.append(("learning rate", [("lr", [(r["step"], r["lr"]) for r in train if "lr" in r])]))
     if not panels:
@@ -115,6 +134,8 @@ def curves_figure(records):
         for label, points in series:
             _line(ax, [p[0] for p in points], [p[1] for p in points], label)
         _scale_for(ax, [p[1] for _, points in series for p in points])
+        if chosen_step is not None and (title.startswith("held-out") or title.startswith("validation")):
+            ax.axvline(chosen_step, color="0.3", linestyle="--", linewidth=1, label=f"model (step {chosen_step})")
         _axes_finish(ax, title, "optimizer step")
     fig.tight_layout()
     return fig
@@ -284,6 +305,8 @@ def main(argv=None):
     curves = sub.add_parser("curves", help="training curves from a restore / pretrain metrics.jsonl")
     curves.add_argument("metrics")
     curves.add_argument("-o", "--output", help="output stem (default: training_curves beside the metrics)")
+    curves.add_argument("--summary", help="training_summary.json whose chosen validation step is marked "
+                                          "(default: the one beside the metrics, if any)")
     compare = sub.add_parser("compare", help="eval compare's JSON report")
     compare.add_argument("report")
     compare.add_argument("-o", "--output", help="output stem (default: the report without .json)")
@@ -297,7 +320,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command == "curves":
-            fig = curves_figure(metrics_read(args.metrics))
+            summary = Path(args.summary) if args.summary else Path(args.metrics).with_name("training_summary.json")
+            chosen = None
+            if args.summary or summary.is_file():
+                chosen = json.loads(summary.read_text()).get("validation", {}).get("chosen_step")
+            fig = curves_figure(metrics_read(args.metrics), chosen)
             stem = args.output or str(Path(args.metrics).with_name("training_curves"))
         elif args.command in ("compare", "diagnose"):
             figure = compare_figure if args.command == "compare" else diagnose_figure

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "linear_ard/eval/restore_validation.h"  // defines: restore_passkey_validator
 #include "linear_ard/train/restore_config.h"   // defines: restore_config_load, restore_config_keys_markdown
 #include "linear_ard/train/restore_trainer.h"  // defines: restore_run
 #include "plot_run.h"                       // defines: plot_training_curves
@@ -36,7 +37,7 @@ void command_restore_register(CLI::App& app) {
     if (config.pretrain.enabled())
       throw std::invalid_argument("config key 'pretrain' belongs to `linear-ard pretrain`, not restore");
     const auto tensorboard = tensorboard_follow_start(config.output, config.tensorboard);
-    train::restore_run(config);
+    train::restore_run(config, eval::restore_passkey_validator());
     if (tensorboard) tensorboard->finish();
     plot_training_curves(config.output);
   });

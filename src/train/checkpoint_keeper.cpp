@@ -24,10 +24,9 @@ void CheckpointKeeper::passed() {
 std::string CheckpointKeeper::diverged() {
   if (active_ && unchecked_) checkpoint_remove(output_, *unchecked_);
   const std::optional<std::string> kept = active_ ? checkpoint_latest(output_) : std::nullopt;
-  return std::string("; the run diverged: no model is written") +
-         (kept ? "; " + std::filesystem::path(*kept).filename().string() +
-                     ", the last good checkpoint, is kept (resume=true continues from it)"
-               : "");
+  return kept ? std::filesystem::path(*kept).filename().string() +
+                    ", the last good checkpoint, is kept (resume=true continues from it)"
+              : std::string();
 }
 
 }  // namespace linear_ard::train

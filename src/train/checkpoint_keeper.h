@@ -18,8 +18,9 @@ class CheckpointKeeper {
   void saved(int64_t step, bool checked);
   // The unchecked checkpoint is good: the older ones go.
   void passed();
-  // Removes the unchecked checkpoint (its weights led to the divergence); returns the end of the
-  // error message, saying what is left.
+  // Removes the unchecked checkpoint (its weights led to the divergence); returns what is left to
+  // resume from, for the error message ("checkpoint-40, the last good checkpoint, is kept ..."), or
+  // an empty string.
   std::string diverged();
 
  private:

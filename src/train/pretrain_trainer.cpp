@@ -37,13 +37,16 @@ RunPlan pretrain_plan(const RestoreConfig& config, const SampleMaker& passkey_sa
   return plan;
 }
 
-json pretrain_eval_record(const RunPlan& plan, const RunModel& m, int64_t step) {
+json pretrain_eval_record(const Run& run, int64_t step, int64_t stage) {
+  const RunPlan& plan = run.plan;
+  const RunModel& m = run.model;
   const PretrainEval e =
       pretrain_evaluate(m.weights, m.student_rope, m.trainables->overrides(plan.dtype, /*training=*/false), m.eval_ids);
   progress_break();
   std::printf("eval step %ld | held-out LM loss %.4f | perplexity %.2f\n", static_cast<long>(step), e.loss_lm, e.perplexity);
   std::fflush(stdout);
-  return {{"step", step}, {"eval", true}, {"loss_lm", e.loss_lm}, {"perplexity", e.perplexity}};
+  return {{"step", step},          {"stage", stage},          {"eval", true}, {"tokens", run.progress.tokens},
+          {"loss_lm", e.loss_lm}, {"perplexity", e.perplexity}};
 }
 
 }  // namespace
@@ -51,8 +54,8 @@ json pretrain_eval_record(const RunPlan& plan, const RunModel& m, int64_t step) 
 void pretrain_run(const RestoreConfig& config, const SampleMaker& passkey_sample) {
   const auto run_start = std::chrono::steady_clock::now();
   Run run(pretrain_plan(config, passkey_sample), run_start);
-  run.evaluate = [&run](int64_t step) {
-    json record = pretrain_eval_record(run.plan, run.model, step);
+  run.evaluate = [&run](int64_t step, int64_t stage) {
+    json record = pretrain_eval_record(run, step, stage);
     run.outputs.append(record);
     return record;
   };

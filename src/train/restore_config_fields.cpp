@@ -29,12 +29,14 @@ ConfigField field_make(std::string key, std::string alias, Get get, Parse parse,
 // The keys of the model, the objective and the trainables.
 std::vector<ConfigField> fields_model() {
   return {
+      CONFIG_FIELD("recipe", recipe,
+                   "a bundled recipe (`configs/recipes/<name>.yaml`, compiled in; `paper`: the paper's, Appendix B) whose keys apply before the file's own: the file and the overrides replace any of them (nested maps key by key); empty: none"),
       CONFIG_FIELD_ALIAS("teacher", "model_name_or_path", teacher, "a folder path",
                          "HF folder of the model to extend (required unless pretraining); the RoPE its config.json holds, scaled or not, is its native one (docs/rope.md); NaN/Inf weights are refused (naming the tensors)"),
       CONFIG_FIELD_PARSE("student_rope", student_rope, student_rope_parse,
                          "HF rope dict, e.g. `{rope_type: linear, factor: 8}` (required unless pretraining), with the keys transformers accepts for its rope_type (another key is an error naming it) and `factor` >= 1; composed with the teacher's own RoPE as docs/rope.md says; the student's config.json gets `max_position_embeddings` = the teacher's context × factor (dynamic: unchanged) and the original length as `original_max_position_embeddings`"),
       CONFIG_FIELD("data", data,
-                   "list of files (required), each a path or `{path: FILE, field: KEY}` (below, \"Data\"): `.jsonl` (a JSON record per line), `.json` (a JSON array of records, or JSON Lines) or plain text (one document); a record is an object whose string at `field` (default `text`, dotted for nested objects) is the document, or a string. Tokenised with the teacher's tokenizer (BOS per document, EOS after it); or pre-tokenised `.npy` files: one 1-D little-endian `uint16`/`uint32` array (`np.save(p, ids.astype(np.uint32))`), ids used as they are (BOS/EOS are the user's), each checked `< vocab_size` (an id beyond it, i.e. another tokenizer's data, is an error naming file, index and id). Streamed, cut into blocks of `ctx_len` tokens; the first block is held out for evaluation"),
+                   "list of files (required), each a path or `{path: FILE, field: KEY}` (below, \"Data\"): `.jsonl` (a JSON record per line), `.json` (a JSON array of records, or JSON Lines) or plain text (one document); a record is an object whose string at `field` (default `text`, dotted for nested objects) is the document, or a string. Tokenised with the teacher's tokenizer (BOS per document, EOS after it); or pre-tokenised `.npy` files: one 1-D little-endian `uint16`/`uint32` array (`np.save(p, ids.astype(np.uint32))`), ids used as they are (BOS/EOS are the user's), each checked `< vocab_size` (an id beyond it, i.e. another tokenizer's data, is an error naming file, index and id). Streamed, cut into blocks of `ctx_len` tokens after the validation blocks held out at its start (below, \"Data flow\")"),
       CONFIG_FIELD("method", method,
                    "`ard`: LinearARD; `cpt`: next-token loss of the student only (ctx_len may then reach the student's extended length); `longred`: LongReD-style baseline, mean over `layers` of 1 − cos(h_teacher, h_student) of the layer's output hidden state (the last layer's after the final norm)"),
       CONFIG_FIELD_PARSE("layers", layers, layers_parse,
@@ -58,18 +60,39 @@ std::vector<ConfigField> fields_model() {
   };
 }
 
+// The keys of the run's validation and of the model it keeps.
+std::vector<ConfigField> fields_validation() {
+  return {
+      CONFIG_FIELD("val_data", val_data,
+                   "files of the validation split, as `data` (empty: the first `val_blocks` blocks of `data` are held out: every pass over the data starts after them, so they are never trained on)"),
+      CONFIG_FIELD("val_blocks", val_blocks, "validation blocks (of `val_ctx_len` tokens)"),
+      CONFIG_FIELD("val_ctx_len", val_ctx_len,
+                   "validation block length (0: `ctx_len`, at most the teacher's native length: the restoration metric is read at a short context)"),
+      CONFIG_FIELD("val_passkey.lengths", val_passkey.lengths,
+                   "passkey-retrieval lengths of every validation (empty: each stage's target length, i.e. the native length and stage 2's `ctx_len`, so that every validation is read at the same lengths); a length whose prompt does not fit is left out with a warning"),
+      CONFIG_FIELD("val_passkey.samples", val_passkey.samples,
+                   "passkey prompts per length, spread evenly over the depths (0: no passkey)"),
+      CONFIG_FIELD("val_passkey.depths", val_passkey.depths, "depths in [0, 1] of the passkey in its filler"),
+      CONFIG_FIELD("select.criterion", select.criterion,
+                   "the model written: `kl_passkey`, the lowest `val_kl` among the validations whose `passkey_mean` is within `passkey_margin` of the best seen (without passkey: the lowest `val_kl`); `kl`: the lowest `val_kl`; `last`: the weights after the last step"),
+      CONFIG_FIELD("select.passkey_margin", select.passkey_margin, "kl_passkey's margin on the mean passkey accuracy (0..1)"),
+  };
+}
+
 // The keys of stage 2, light CPT.
 std::vector<ConfigField> fields_stage2() {
   return {
       CONFIG_FIELD("stage2.steps", stage2.steps,
                    "optimizer steps of stage 2 (0: off), light CPT (next-token loss under the scaled RoPE) after stage 1, with its own AdamW, schedule and budget"),
       CONFIG_FIELD("stage2.ctx_len", stage2.ctx_len,
-                   "stage 2's block length (0: the student's max_position_embeddings; may exceed the native length); its blocks skip as many blocks as cover the held-out one"),
+                   "stage 2's block length (0: the student's max_position_embeddings; may exceed the native length)"),
       CONFIG_FIELD("stage2.batch_size", stage2.batch_size, "stage 2's blocks per micro-batch"),
       CONFIG_FIELD("stage2.grad_accum", stage2.grad_accum, "stage 2's micro-batches per step"),
       CONFIG_FIELD("stage2.lr", stage2.lr, "stage 2's peak learning rate"),
       CONFIG_FIELD("stage2.warmup_steps", stage2.warmup_steps, "stage 2's linear warmup"),
       CONFIG_FIELD("stage2.min_lr_ratio", stage2.min_lr_ratio, "stage 2's cosine decay ends at min_lr_ratio · lr"),
+      CONFIG_FIELD("stage2.data", stage2.data,
+                   "files of stage 2, as `data`, e.g. long documents for the long context (empty: the stream of `data` continued where stage 1 stopped)"),
   };
 }
 
@@ -86,12 +109,14 @@ std::vector<ConfigField> fields_schedule() {
       CONFIG_FIELD("weight_decay", weight_decay, "AdamW's decoupled weight decay"),
       CONFIG_FIELD("clip_grad_norm", clip_grad_norm, "gradient clipping by global norm (0: measure only)"),
       CONFIG_FIELD("divergence_factor", divergence_factor,
-                   "a step whose loss exceeds divergence_factor × its stage's first loss (or any non-finite loss, gradient norm or held-out evaluation) stops the run: no model is written, the checkpoint that led there is removed and the last good one kept, exit status 1 (0: only the non-finite checks); may differ on resume"),
+                   "a step whose loss exceeds divergence_factor × its stage's first loss (or any non-finite loss, gradient norm or validation) stops the run: `model/` gets the weights `select` chooses among the validations before it, the checkpoint that led there is removed and the last good one kept, exit status 1 (0: only the non-finite checks); may differ on resume"),
       CONFIG_FIELD("lambda_q", lambda_q, "weight of the Q/Q relation loss (of the attention map with `objective.relations: attention`)"),
       CONFIG_FIELD("lambda_k", lambda_k, "weight of the K/K relation loss"),
       CONFIG_FIELD("lambda_v", lambda_v, "weight of the V/V relation loss"),
-      CONFIG_FIELD("seed", seed, "seeds torch (LoRA init, dropout, LongReD skips) and, with `data_shuffle` > 0, the data order; with `data_shuffle` 0 the data order is sequential, and a run that trains full matrices (no LoRA, no dropout, not LongReD) differs from another seed's only by the GPU kernels' floating-point nondeterminism"),
-      CONFIG_FIELD("data_shuffle", data_shuffle, "blocks in the data's shuffle buffer: 0 keeps the files' order; K > 0 draws every training block at random from the stream's next K blocks (std::mt19937_64 seeded by `seed`, stage 2's by `seed` + 1), so that seeds also vary the data order; a resumed run draws the same blocks"),
+      CONFIG_FIELD("seed", seed, "seeds torch (LoRA init, dropout, LongReD skips) and the data order (`data_shuffle`)"),
+      CONFIG_FIELD("data_shuffle", data_shuffle, "blocks in the data's shuffle buffer: K > 0 draws every training block at random from the stage's next K blocks (std::mt19937_64 seeded by `seed`, stage 2's by `seed` + 1; the buffer never reads past the stage's own blocks), so a stage of at most K blocks is drawn in a uniformly random order, and seeds 0 and 1 put DEMO_SHUFFLE_MEASURED of the demo run's 300 blocks at different positions; 0 keeps the files' order; a resumed run draws the same blocks"),
+      CONFIG_FIELD("deterministic", deterministic,
+                   "the same config and seed give bitwise-identical weights: on CUDA torch's deterministic algorithms (a warning names an op without one), `CUBLAS_WORKSPACE_CONFIG=:4096:8` when unset, and the relation-KL backward without atomics; the CPU is deterministic either way (for a given thread count)"),
   };
 }
 
@@ -105,7 +130,7 @@ std::vector<ConfigField> fields_run() {
       CONFIG_FIELD_ALIAS("output", "output_dir", output, "a folder path",
                          "output folder (required); a run holds `run.lock` in it (flock): a second run on the folder is refused naming the first one's pid"),
       CONFIG_FIELD("overwrite", overwrite, "replace an existing output folder, only when it holds a previous run"),
-      CONFIG_FIELD("eval_every", eval_every, "held-out evaluation every N global steps (0: before the first step and after each stage only)"),
+      CONFIG_FIELD("eval_every", eval_every, "validation every N global steps, and always before the first step and after each stage's last (0: only those)"),
       CONFIG_FIELD("log_every", log_every, "progress line every N global steps"),
       CONFIG_FIELD("tensorboard", tensorboard, "also write every metrics.jsonl line as TensorBoard scalars into `tensorboard/` while the run goes (`tensorboard --logdir OUT`; training lines as `stage<N>/<key>`, held-out ones as `eval/<key>`), through scripts/tensorboard_follow.py (torch.utils.tensorboard); a writer that cannot run is a warning"),
       CONFIG_FIELD("checkpoint_every", checkpoint_every, "write `checkpoint-<step>/` every N global steps (0: none; below)"),
@@ -142,7 +167,7 @@ std::vector<ConfigField> fields_pretrain() {
 const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = [] {
     std::vector<ConfigField> all;
-    for (auto section : {fields_model, fields_stage2, fields_schedule, fields_run, fields_pretrain}) {
+    for (auto section : {fields_model, fields_validation, fields_stage2, fields_schedule, fields_run, fields_pretrain}) {
       std::vector<ConfigField> some = section();
       all.insert(all.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
     }

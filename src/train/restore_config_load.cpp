@@ -9,7 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "restore_config_fields.h"     // defines: config_fields, entry_parse, key_split
-#include "restore_config_overrides.h"  // defines: config_file_read, override_apply
+#include "restore_config_overrides.h"  // defines: config_file_read, override_apply, recipe_apply
 #include "restore_config_validate.h"   // defines: config_validate
 #include "restore_config_values.h"     // defines: key_error
 
@@ -19,12 +19,16 @@ RestoreConfig restore_config_load(const std::string& path, const std::vector<std
   YAML::Node root = config_file_read(path);
   std::map<std::string, std::string> spellings;
   for (const auto& o : overrides) override_apply(root, o, spellings);
+  const YAML::Node keys = recipe_apply(root);
   RestoreConfig c;
-  for (const auto& kv : root) entry_parse(c, kv.first.as<std::string>(), kv.second);
-  // Pretraining trains every tensor with the LM loss unless the config says otherwise (validated).
+  for (const auto& kv : keys) entry_parse(c, kv.first.as<std::string>(), kv.second);
+  // Pretraining trains every tensor with the LM loss and keeps its last weights, evaluated on one
+  // held-out block, unless the config says otherwise (validated).
   if (c.pretrain.enabled()) {
-    if (!root["method"]) c.method = Method::kCpt;
-    if (!root["trainable"]) c.trainable = Trainable::kFull;
+    if (!keys["method"]) c.method = Method::kCpt;
+    if (!keys["trainable"]) c.trainable = Trainable::kFull;
+    if (!keys["val_blocks"]) c.val_blocks = 1;
+    if (!keys["select"] || !keys["select"]["criterion"]) c.select.criterion = Select::kLast;
   }
   config_validate(c);
   return c;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "restore_config_fields.h"  // defines: top_keys, sub_keys, key_canonical, is_free_map
-#include "restore_config_values.h"  // defines: key_error, list_text
+#include "restore_config_values.h"  // defines: key_error, list_text, scalar_as
 
 namespace linear_ard::train {
 namespace {
@@ -59,6 +59,19 @@ std::vector<std::string> split_dots(const std::string& s) {
   return parts;
 }
 
+// A copy of `base` with `top`'s entries over it; maps that are not free-form merge key by key.
+YAML::Node map_merge(const YAML::Node& base, const YAML::Node& top, const std::string& prefix) {
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& kv : base) out[kv.first.as<std::string>()] = YAML::Clone(kv.second);
+  for (const auto& kv : top) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node below = out[key];
+    const bool nested = below && below.IsMap() && kv.second.IsMap() && !is_free_map(prefix + key);
+    out[key] = nested ? map_merge(below, kv.second, prefix + key + ".") : YAML::Clone(kv.second);
+  }
+  return out;
+}
+
 }  // namespace
 
 // yaml-cpp nodes are handles: assignment copies values, reset() rebinds, hence the explicit walk.
@@ -92,6 +105,25 @@ void override_apply(YAML::Node& root, const std::string& override_text, std::map
     cur.reset(next);
   }
   cur[parts.back()] = value;
+}
+
+YAML::Node recipe_apply(const YAML::Node& root) {
+  if (!root["recipe"] || root["recipe"].IsNull()) return root;
+  const std::string name = scalar_as<std::string>(root["recipe"], "recipe", "the name of a bundled recipe");
+  if (name.empty()) return root;
+  const auto& recipes = restore_recipes();
+  const auto it = recipes.find(name);
+  if (it == recipes.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, text] : recipes) names.push_back(n);
+    key_error("recipe", "names no bundled recipe: '" + name + "' (bundled: " + list_text(names) + ")");
+  }
+  const std::string where = "bundled recipe '" + name + "'";
+  YAML::Node recipe = YAML::Load(it->second);
+  duplicates_check(recipe, "", where);
+  recipe = aliases_resolve(recipe, where);
+  if (recipe["recipe"]) key_error("recipe", "'" + name + "' names another recipe; a recipe cannot");
+  return map_merge(recipe, root, "");
 }
 
 YAML::Node config_file_read(const std::string& path) {

@@ -1,5 +1,6 @@
 // The restore config file as a YAML tree before it is parsed: read with duplicated keys refused and
-// HF-style aliases resolved, and `key=value` overrides applied to it. Private to src/train.
+// HF-style aliases resolved, `key=value` overrides applied to it, and the bundled recipe it names
+// laid under it. Private to src/train.
 #pragma once
 
 #include <map>
@@ -18,5 +19,10 @@ YAML::Node config_file_read(const std::string& path);
 // `root`. `spellings` records the spelling each canonical key was given in, across the overrides:
 // two spellings of one key are an error.
 void override_apply(YAML::Node& root, const std::string& override_text, std::map<std::string, std::string>& spellings);
+
+// `root` under the bundled recipe it names (key `recipe`, restore_recipes()): the recipe's keys
+// first, `root`'s replacing them (nested maps key by key; free-form maps such as student_rope
+// whole). Without `recipe`, `root` itself. Throws std::invalid_argument naming an unknown recipe.
+YAML::Node recipe_apply(const YAML::Node& root);
 
 }  // namespace linear_ard::train

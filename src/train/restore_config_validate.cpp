@@ -77,6 +77,9 @@ void pretrain_validate(const RestoreConfig& c) {
   key_check(!p.tokenizer.empty(), "pretrain.tokenizer", "is required (folder with tokenizer.json or tokenizer.model)");
   key_check(p.init_std > 0, "pretrain.init_std", "must be > 0");
   key_check(p.passkey_fraction >= 0 && p.passkey_fraction <= 1, "pretrain.passkey_fraction", "must be in [0, 1]");
+  key_check(c.select.criterion == Select::kLast, "select.criterion",
+            std::string("must be last when pretraining (no native model to validate against), got '") +
+                enum_name(c.select.criterion) + "'");
   key_check(std::isfinite(p.answer_weight) && p.answer_weight >= 0, "pretrain.answer_weight",
         "must be a finite number >= 0 (1: the answer tokens weigh as much as every other token)");
 }
@@ -120,6 +123,19 @@ void schedule_validate(const RestoreConfig& c) {
   key_check(c.profile_steps >= 0, "profile_steps", "must be >= 0 (0: no profile)");
 }
 
+// The validation keys: its blocks, its passkey retrieval, the selection of the model.
+void validation_validate(const RestoreConfig& c) {
+  key_check(c.val_blocks >= 1, "val_blocks", "must be >= 1");
+  key_check(c.val_ctx_len >= 0, "val_ctx_len", "must be >= 0 (0: ctx_len, at most the native length)");
+  const ValPasskeyConfig& p = c.val_passkey;
+  key_check(p.samples >= 0, "val_passkey.samples", "must be >= 0 (0: no passkey)");
+  key_check(p.samples == 0 || !p.depths.empty(), "val_passkey.depths", "must not be empty when val_passkey.samples > 0");
+  for (double d : p.depths) key_check(d >= 0 && d <= 1, "val_passkey.depths", "must be in [0, 1], got " + std::to_string(d));
+  for (int64_t n : p.lengths) key_check(n >= 1, "val_passkey.lengths", "must be >= 1, got " + std::to_string(n));
+  key_check(c.select.passkey_margin >= 0 && c.select.passkey_margin <= 1, "select.passkey_margin", "must be in [0, 1]");
+  key_check(c.stage2.data.empty() || c.stage2.steps > 0, "stage2.data", "applies to stage 2 only, and stage2.steps is 0");
+}
+
 // The objective keys: relations, weights, layers, trainables.
 void objective_validate(const RestoreConfig& c) {
   key_check(c.lambda_q >= 0, "lambda_q", "must be >= 0");
@@ -154,6 +170,7 @@ void config_validate(const RestoreConfig& c) {
   key_check(!c.output.empty(), "output", "is required (folder the run writes)");
   key_check(!c.data.empty(), "data", "is required (list of text or JSONL files)");
   schedule_validate(c);
+  validation_validate(c);
   objective_validate(c);
 }
 

@@ -32,6 +32,17 @@ io::TextSource source_parse(const YAML::Node& v, const std::string& key) {
   return s;
 }
 
+// A number list: a sequence of scalars, or one scalar as a list of one.
+template <class T>
+void list_parse(const YAML::Node& v, const std::string& key, std::vector<T>& out, const char* what) {
+  out.clear();
+  if (!v.IsSequence()) {
+    out.push_back(scalar_as<T>(v, key, what));
+    return;
+  }
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(scalar_as<T>(v[i], key + "[" + std::to_string(i) + "]", what));
+}
+
 }  // namespace
 
 void key_error(const std::string& key, const std::string& what) {
@@ -94,6 +105,14 @@ void value_parse(const YAML::Node& v, const std::string& key, std::vector<io::Te
   for (size_t i = 0; i < v.size(); ++i) out.push_back(source_parse(v[i], key + "[" + std::to_string(i) + "]"));
 }
 
+void value_parse(const YAML::Node& v, const std::string& key, std::vector<int64_t>& out, const char* what) {
+  list_parse(v, key, out, what ? what : "a list of integers");
+}
+
+void value_parse(const YAML::Node& v, const std::string& key, std::vector<double>& out, const char* what) {
+  list_parse(v, key, out, what ? what : "a list of numbers");
+}
+
 void value_emit(YAML::Emitter& out, int64_t v) { out << v; }
 void value_emit(YAML::Emitter& out, uint64_t v) { out << v; }
 void value_emit(YAML::Emitter& out, double v) { out << number_text(v); }
@@ -106,6 +125,18 @@ void value_emit(YAML::Emitter& out, const std::vector<io::TextSource>& v) {
     else out << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value << s.path << YAML::Key << "field"
              << YAML::Value << s.field << YAML::EndMap;
   }
+  out << YAML::EndSeq;
+}
+
+void value_emit(YAML::Emitter& out, const std::vector<int64_t>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (int64_t x : v) out << x;
+  out << YAML::EndSeq;
+}
+
+void value_emit(YAML::Emitter& out, const std::vector<double>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (double x : v) out << number_text(x);
   out << YAML::EndSeq;
 }
 

@@ -47,6 +47,9 @@ void value_parse(const YAML::Node& v, const std::string& key, std::string& out, 
 // A data file or a list of them, each a path or {path: FILE, field: KEY}; errors name the entry
 // (`data[2].field`).
 void value_parse(const YAML::Node& v, const std::string& key, std::vector<io::TextSource>& out, const char* what);
+// A list of numbers (or one number); errors name the entry (`val_passkey.lengths[1]`).
+void value_parse(const YAML::Node& v, const std::string& key, std::vector<int64_t>& out, const char* what);
+void value_parse(const YAML::Node& v, const std::string& key, std::vector<double>& out, const char* what);
 template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
 void value_parse(const YAML::Node& v, const std::string& key, E& out, const char*) {
   const std::string name = scalar_as<std::string>(v, key, enum_names_text<E>());
@@ -62,6 +65,8 @@ void value_emit(YAML::Emitter& out, bool v);
 void value_emit(YAML::Emitter& out, const std::string& v);
 // A file whose records keep their text under "text" is written as its path alone.
 void value_emit(YAML::Emitter& out, const std::vector<io::TextSource>& v);
+void value_emit(YAML::Emitter& out, const std::vector<int64_t>& v);
+void value_emit(YAML::Emitter& out, const std::vector<double>& v);
 // JSON is YAML flow syntax, so maps and lists round-trip without a second converter.
 void value_emit(YAML::Emitter& out, const nlohmann::json& v);
 template <class E, class = std::enable_if_t<std::is_enum_v<E>>>

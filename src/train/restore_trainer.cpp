@@ -14,10 +14,10 @@
 #include "linear_ard/io/tokenizer.h"              // defines: tokenizer_load, tokenizer_file
 #include "linear_ard/model/rope_compose.h"        // defines: rope_compose
 #include "linear_ard/train/metrics_log.h"         // defines: progress_break
-#include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
 #include "run.h"                                  // defines: Run, run_progress_start
 #include "run_loop.h"                             // defines: run_stages
+#include "restore_validation.h"                   // defines: restore_validation_record
 #include "run_result.h"                           // defines: run_result_write
 
 namespace linear_ard::train {
@@ -60,19 +60,6 @@ RunPlan restore_plan(const RestoreConfig& config) {
   return plan;
 }
 
-// Held-out relation losses and the monitored logit / attention-map KL at `step`.
-json restore_eval_record(const RunPlan& plan, const RunModel& m, int64_t step) {
-  const RestoreEval e = restore_evaluate(m.weights, m.teacher_rope, m.student_rope,
-                                         m.trainables->overrides(plan.dtype, /*training=*/false), m.eval_ids,
-                                         plan.layers, m.ctx.loss_options);
-  progress_break();
-  std::printf("eval step %ld | relation loss %.4f (q %.4f k %.4f v %.4f) | logit KL %.4f | attention KL %.4f\n",
-              static_cast<long>(step), e.relation_loss, e.loss_q, e.loss_k, e.loss_v, e.logit_kl, e.attention_kl);
-  std::fflush(stdout);
-  return {{"relation_loss", e.relation_loss}, {"loss_q", e.loss_q}, {"loss_k", e.loss_k}, {"loss_v", e.loss_v},
-          {"logit_kl", e.logit_kl}, {"attention_kl", e.attention_kl}, {"step", step}, {"eval", true}};
-}
-
 StageLoss restore_stage1_loss(const RunPlan& plan, RunModel& m) {
   const Method method = plan.config.method;
   if (method == Method::kArd) return [&m](const model::Overrides& o, const torch::Tensor& ids) { return objective_ard(m.ctx, o, ids); };
@@ -94,11 +81,11 @@ void restore_header_print(const RunPlan& plan, const RunModel& m) {
 
 }  // namespace
 
-void restore_run(const RestoreConfig& config) {
+void restore_run(const RestoreConfig& config, const RunValidator& validator) {
   const auto run_start = std::chrono::steady_clock::now();
   Run run(restore_plan(config), run_start);
-  run.evaluate = [&run](int64_t step) {
-    json record = restore_eval_record(run.plan, run.model, step);
+  run.evaluate = [&run, &validator](int64_t step, int64_t stage) {
+    json record = restore_validation_record(run, validator, step, stage);
     run.outputs.append(record);
     return record;
   };
@@ -113,6 +100,10 @@ void restore_run(const RestoreConfig& config) {
   std::printf("restore: relation loss %.4f -> %.4f, logit KL %.4f -> %.4f, attention KL %.4f -> %.4f\n",
               before.value("relation_loss", 0.0), after.value("relation_loss", 0.0), before.value("logit_kl", 0.0),
               after.value("logit_kl", 0.0), before.value("attention_kl", 0.0), after.value("attention_kl", 0.0));
+  const json chosen = run.selection.summary().at("chosen");
+  std::printf("restore: validation KL to the native model %.4f -> %.4f, perplexity %.3f -> %.3f (native %.3f), the model's (step %ld)\n",
+              before.value("val_kl", 0.0), chosen.value("val_kl", 0.0), before.value("val_ppl", 0.0),
+              chosen.value("val_ppl", 0.0), chosen.value("native_ppl", 0.0), static_cast<long>(chosen.value("step", int64_t{0})));
 }
 
 }  // namespace linear_ard::train

@@ -9,7 +9,12 @@
 namespace linear_ard::train {
 
 Run::Run(RunPlan plan_in, std::chrono::steady_clock::time_point start_in)
-    : plan(std::move(plan_in)), resume(run_resume_find(plan)), outputs(plan, resume), model(plan), start(start_in) {}
+    : plan(std::move(plan_in)),
+      resume(run_resume_find(plan)),
+      outputs(plan, resume),
+      model(plan),
+      start(start_in),
+      selection(plan.config.select, plan.config.output, plan.main_rank) {}
 
 void run_progress_start(Run& run) {
   RunProgress& progress = run.progress;
@@ -23,12 +28,15 @@ void run_progress_start(Run& run) {
     if (r.at("step").get<int64_t>() == 0) progress.eval_before = r;
     progress.eval_after = r;  // the last one before the checkpoint (a run stopped at its end has its final one)
   }
-  if (!resume.state) {
-    progress.eval_before = run.evaluate(0);
-    if (const auto bad = eval_nonfinite(progress.eval_before))
-      throw std::runtime_error("the held-out evaluation before training gives " + *bad + ": the model computes NaN/Inf");
-    progress.eval_after = progress.eval_before;
+  if (resume.state) {
+    run.selection.resume(resume.records, resume.state->step);
+    return;
   }
+  progress.eval_before = run.evaluate(0, 1);
+  if (const auto bad = eval_nonfinite(progress.eval_before))
+    throw std::runtime_error("the validation before training gives " + *bad + ": the model computes NaN/Inf");
+  progress.eval_after = progress.eval_before;
+  run.selection.observe(progress.eval_before, *run.model.trainables);
 }
 
 void run_stages_build(Run& run, StageLoss stage1_loss) {

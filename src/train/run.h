@@ -16,12 +16,14 @@
 #include "run_outputs.h"
 #include "run_plan.h"
 #include "run_resume.h"
+#include "run_selection.h"
 #include "run_stage_spec.h"
 
 namespace linear_ard::train {
 
-// A held-out evaluation at a global step: appends its metrics line, prints it, returns it.
-using RunEvaluate = std::function<nlohmann::json(int64_t step)>;
+// The validation at a global step of a stage (step 0: before training, stage 1): appends its
+// metrics line, prints it, returns it.
+using RunEvaluate = std::function<nlohmann::json(int64_t step, int64_t stage)>;
 
 // What the stages have done so far (carried over from a resumed checkpoint).
 struct RunProgress {
@@ -45,11 +47,13 @@ struct Run {
   RunEvaluate evaluate;            // the driver's
   std::vector<StageSpec> stages;   // run_stages_build
   RunProgress progress;            // run_progress_start, then the stage loop's
+  RunSelection selection;          // the validations and the weights the model is chosen from
+  nlohmann::json diverged;         // a diverged run: {"step", "error"}; null otherwise
 };
 
-// Starts run.progress for a fresh or resumed run: evaluates at step 0 for a fresh run (a non-finite
-// evaluation is an error: the model computes NaN/Inf), takes the previous records' first and last
-// evaluations for a resumed one.
+// Starts run.progress and run.selection for a fresh or resumed run: validates at step 0 for a fresh
+// run (a non-finite validation is an error: the model computes NaN/Inf), takes the previous
+// records' validations for a resumed one.
 void run_progress_start(Run& run);
 
 // run.stages from the config: stage 1 from the top-level keys with `stage1_loss`, stage 2 (light

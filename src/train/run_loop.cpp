@@ -15,6 +15,7 @@
 #include "linear_ard/train/step_profile.h" // defines: StepProfile
 #include "run_batches.h"                   // defines: batch_source
 #include "run_divergence.h"                // defines: loss_diverged, eval_nonfinite
+#include "run_result.h"                    // defines: run_result_write
 
 namespace linear_ard::train {
 namespace {
@@ -38,6 +39,21 @@ std::optional<double> stage_first_loss(const ResumePoint& resume, int64_t stage)
   for (const auto& r : resume.records)
     if (!r.value("eval", false) && r.value("stage", int64_t{1}) == stage) return r.at("loss").get<double>();
   return std::nullopt;
+}
+
+// Ends a diverged run: the checkpoint that led there removed, model/ written from the weights the
+// selection chooses among the validations before it (rank 0), and an error naming the step.
+[[noreturn]] void run_diverge(Run& run, CheckpointKeeper& keeper, int64_t step, const std::string& what) {
+  const std::string kept = keeper.diverged();
+  std::string written = ": no model is written";
+  if (const std::optional<size_t> chosen = run.selection.chosen()) {
+    run.diverged = {{"step", step}, {"error", what}};
+    if (run.plan.main_rank) run_result_write(run);
+    written = ": model/ holds the weights of step " + std::to_string(run.selection.records()[*chosen].at("step").get<int64_t>()) +
+              ", " + run.selection.summary().at("why").get<std::string>();
+  }
+  progress_break();
+  throw std::runtime_error(what + "; the run diverged at step " + std::to_string(step) + written + (kept.empty() ? "" : "; " + kept));
 }
 
 // One stage's loop over the run: its optimizer and schedule, the divergence rule's reference, and
@@ -96,7 +112,7 @@ class StageLoop {
                             {stage_.grad_accum, lr, c_.clip_grad_norm, run_.plan.dtype, global,
                              m.gradients ? &*m.gradients : nullptr});
     } catch (const StepDiverged& e) {
-      throw std::runtime_error(e.what() + keeper_.diverged());
+      run_diverge(run_, keeper_, global, e.what());
     }
     if (profile_) profile_->step_end(global, stage_.tokens_per_step(run_.plan.world), profile_title(run_.plan, stage_));
     return result;
@@ -119,7 +135,7 @@ class StageLoop {
     run_.outputs.append(record);
     if (!reference_) reference_ = result.loss;
     if (const auto why = loss_diverged(c_, result.loss, *reference_))
-      throw std::runtime_error("step " + std::to_string(global) + ": " + *why + keeper_.diverged());
+      run_diverge(run_, keeper_, global, "step " + std::to_string(global) + ": " + *why);
     keeper_.passed();
     const int64_t total = run_.plan.total_steps();
     if (global % c_.log_every == 0 || global == total) {
@@ -128,10 +144,13 @@ class StageLoop {
     }
   }
 
+  // The validation after `global`; its weights are the selection's when it is finite.
   void step_evaluate(int64_t global) {
-    run_.progress.eval_after = run_.evaluate(global);
-    if (const auto bad = eval_nonfinite(run_.progress.eval_after))
-      throw std::runtime_error("step " + std::to_string(global) + ": the held-out evaluation gives " + *bad + keeper_.diverged());
+    const json record = run_.evaluate(global, stage_.stage);
+    if (const auto bad = eval_nonfinite(record))
+      run_diverge(run_, keeper_, global, "step " + std::to_string(global) + ": the validation gives " + *bad);
+    run_.progress.eval_after = record;
+    run_.selection.observe(record, *run_.model.trainables);
   }
 
   // The checkpoint after `global` when one is due; false when stop_after_step ends the run here.
@@ -182,7 +201,9 @@ bool run_stages(Run& run) {
   int64_t step_offset = 0;
   for (const StageSpec& stage : run.stages) {
     const bool finished_before = run.resume.state && run.resume.state->stage > stage.stage;
-    if (!finished_before && !StageLoop(run, stage, step_offset, keeper, profile ? &*profile : nullptr).run()) return false;
+    // A stage the resumed checkpoint finished still reads its blocks: the next stage's start after them.
+    if (finished_before) stage.blocks->skip_rest();
+    else if (!StageLoop(run, stage, step_offset, keeper, profile ? &*profile : nullptr).run()) return false;
     step_offset += stage.steps;
   }
   return true;

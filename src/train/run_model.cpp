@@ -17,7 +17,7 @@ RunModel::RunModel(RunPlan& plan)
                                               plan.last_trainable_layer, plan.device);
   if (plan.dist) gradients.emplace(*plan.dist, trainables->parameters());
   ctx = objective_context_make(c, weights, teacher_rope, student_rope, plan.layers);
-  eval_ids = ids_tensor(plan.blocks1->held_out(), plan.device);
+  eval_ids = ids_tensor(plan.val_blocks, plan.device);
 }
 
 }  // namespace linear_ard::train

@@ -1,6 +1,6 @@
 // RunModel: the fourth phase of a training run: the shared frozen weights (plan.model_tensors,
 // moved in), both RoPEs, the trainables (after seeding torch with config.seed) and their gradient
-// buckets, the objectives' context, the held-out ids. Private to src/train.
+// buckets, the objectives' context, the validation blocks' ids. Private to src/train.
 #pragma once
 
 #include <memory>
@@ -28,7 +28,7 @@ struct RunModel {
   std::unique_ptr<TrainableSet> trainables;
   std::optional<dist::GradientBuckets> gradients;
   ObjectiveContext ctx;
-  torch::Tensor eval_ids;
+  torch::Tensor eval_ids;  // [val_blocks, val_ctx_len]
   // The LM-loss weights of the micro-batch drawn last (block_mix's; undefined: plain mean):
   // restore_step draws each micro-batch before it calls the loss on it.
   torch::Tensor batch_weights;

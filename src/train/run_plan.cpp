@@ -2,8 +2,12 @@
 // blocks; the weights on the device), in the order that leaves no output folder behind on an error.
 #include "run_plan.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+
+#include <ATen/Context.h>
 
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/weights_place.h"  // defines: weights_place
@@ -44,23 +48,84 @@ void lengths_check(RunPlan& plan) {
   }
 }
 
-// The blocks of each stage (the tokenizer was checked against the model's vocabulary on loading). Stage 2 holds out as
-// many of its blocks as cover the held-out evaluation block.
-void data_open(RunPlan& plan) {
+// The validation split's length (0: ctx_len within the native range; the native model's next-token
+// distributions are its reference, so it stays within that range) and the passkey lengths (empty:
+// every stage's target length, the same at every validation so that the validations compare).
+void validation_lengths_check(RunPlan& plan) {
+  RestoreConfig& c = plan.config;
+  const int64_t native = plan.native(), extended = plan.extended();
+  if (c.val_ctx_len == 0) c.val_ctx_len = std::min(c.ctx_len, native);
+  if (c.val_ctx_len < 2) length_error("val_ctx_len", c.val_ctx_len, "predicts nothing: a block needs at least 2 tokens");
+  if (c.val_ctx_len > native)
+    length_error("val_ctx_len", c.val_ctx_len, "exceeds the teacher's native max_position_embeddings (" + std::to_string(native) +
+                                                   "): the native model's distributions are the validation's reference");
+  if (c.pretrain.enabled() || c.val_passkey.samples == 0) return;
+  std::vector<int64_t> lengths = c.val_passkey.lengths;
+  if (lengths.empty()) {
+    lengths.push_back(native);
+    if (c.stage2.steps > 0) lengths.push_back(c.stage2.ctx_len);
+  }
+  for (int64_t n : lengths)
+    if (n < 1 || n > extended)
+      length_error("val_passkey.lengths", n, "is outside 1..the student's max_position_embeddings (" + std::to_string(extended) + ")");
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  plan.passkey_lengths = lengths;
+}
+
+std::string key_value(const char* key, int64_t value) {
+  return std::string("config key '") + key + "' (" + std::to_string(value) + ")";
+}
+
+// The validation blocks (held out at the start of `data`, or read from val_data) and the streams
+// of the stages (the tokenizer was checked against the model's vocabulary on loading).
+void streams_open(RunPlan& plan) {
   const RestoreConfig& c = plan.config;
   const int64_t vocab_size = plan.teacher.model_config.vocab_size;
   // Read through once now, so that a malformed line anywhere fails before the output folder exists.
-  TextBlocks::files_check(c.data);
-  plan.blocks1.emplace(c.data, *plan.tokenizer, c.ctx_len, /*held_out=*/1, vocab_size);
-  if (c.stage2.steps > 0)
-    plan.blocks2.emplace(c.data, *plan.tokenizer, c.stage2.ctx_len, (c.ctx_len + c.stage2.ctx_len - 1) / c.stage2.ctx_len,
-                         vocab_size);
+  for (const auto* files : {&c.data, &c.val_data, &c.stage2.data}) TokenStream::files_check(*files);
+  plan.stream = std::make_unique<TokenStream>(c.data, *plan.tokenizer, vocab_size, "data");
+  const std::string val_what = "config keys 'val_blocks' (" + std::to_string(c.val_blocks) + ") x 'val_ctx_len' (" +
+                               std::to_string(c.val_ctx_len) + ")";
+  if (c.val_data.empty()) {
+    plan.val_blocks = plan.stream->hold_out(c.val_blocks, c.val_ctx_len, val_what);
+  } else {
+    TokenStream val(c.val_data, *plan.tokenizer, vocab_size, "val_data");
+    plan.val_blocks = val.hold_out(c.val_blocks, c.val_ctx_len, val_what);
+  }
+  plan.stream->block_fits(c.ctx_len, key_value("ctx_len", c.ctx_len));
+  if (c.stage2.steps == 0) return;
+  if (!c.stage2.data.empty()) plan.stream2 = std::make_unique<TokenStream>(c.stage2.data, *plan.tokenizer, vocab_size, "stage2.data");
+  (plan.stream2 ? *plan.stream2 : *plan.stream).block_fits(c.stage2.ctx_len, key_value("stage2.ctx_len", c.stage2.ctx_len));
+}
+
+// The blocks of each stage: stage 2's continue stage 1's stream (or read stage2.data), sharded over
+// the ranks and shuffled.
+void blocks_open(RunPlan& plan) {
+  const RestoreConfig& c = plan.config;
+  const auto warn = [main = plan.main_rank](const std::string& what) {
+    if (main) std::fprintf(stderr, "linear-ard: warning: %s\n", what.c_str());
+  };
+  plan.blocks1.emplace(*plan.stream, c.ctx_len, c.steps * c.batch_size * c.grad_accum * plan.world, "stage 1", warn);
+  if (c.stage2.steps > 0) {
+    const Stage2Config& s = c.stage2;
+    plan.blocks2.emplace(plan.stream2 ? *plan.stream2 : *plan.stream, s.ctx_len, s.steps * s.batch_size * s.grad_accum * plan.world,
+                         "stage 2", warn);
+  }
   if (plan.dist) {
     plan.blocks1->shard(plan.dist->rank(), plan.world);
     if (plan.blocks2) plan.blocks2->shard(plan.dist->rank(), plan.world);
   }
   plan.blocks1->shuffle(c.data_shuffle, c.seed);
   if (plan.blocks2) plan.blocks2->shuffle(c.data_shuffle, c.seed + 1);
+}
+
+// Same config and seed, same weights: torch's deterministic algorithms (warning, not failing, on an
+// op without one) and cuBLAS's fixed-workspace mode, which it reads when it creates its handle, so
+// before the first matrix product on the device.
+void deterministic_set() {
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
 }
 
 // Legal but suspicious settings: a context too short to hold the relations RoPE scaling changes,
@@ -139,7 +204,10 @@ void run_plan_finish(RunPlan& plan) {
   // the whole model.
   const bool whole_model = c.method != Method::kArd || c.objective.logit_kl > 0 || c.stage2.steps > 0;
   plan.last_trainable_layer = whole_model ? num_layers - 1 : plan.layers.back();
-  data_open(plan);
+  validation_lengths_check(plan);
+  streams_open(plan);
+  blocks_open(plan);
+  if (c.deterministic) deterministic_set();
   weights_place(plan);
   warnings_print(plan);
   output_lock(plan);

@@ -18,6 +18,7 @@
 #include "linear_ard/train/block_mix.h"
 #include "linear_ard/train/restore_config.h"
 #include "linear_ard/train/text_blocks.h"
+#include "linear_ard/train/token_stream.h"
 #include "output_folder.h"  // defines: OutputLock
 
 namespace linear_ard::train {
@@ -36,7 +37,12 @@ struct RunPlan {
   int64_t last_trainable_layer = 0;
   std::unique_ptr<io::Tokenizer> tokenizer;
   BlockMix mix;                         // passkey samples mixed into stage 1's blocks (pretrain)
-  std::optional<TextBlocks> blocks1, blocks2;  // stage 1 (its first block held out), stage 2
+  // The data: `data`'s stream (its first val_blocks blocks held out unless val_data is given) and
+  // stage2.data's when given; on the heap, so that the blocks' references survive moving the plan.
+  std::unique_ptr<TokenStream> stream, stream2;
+  std::optional<TextBlocks> blocks1, blocks2;  // each stage's blocks, stage 2's where stage 1's end
+  std::vector<std::vector<int32_t>> val_blocks;  // the validation split, val_ctx_len tokens each
+  std::vector<int64_t> passkey_lengths;  // val_passkey.lengths resolved (empty: no passkey)
   io::TensorMap model_tensors;          // teacher.weights on the device in the model dtype, all finite
   std::unique_ptr<OutputLock> lock;     // rank 0's lock on the output folder
 
@@ -47,11 +53,12 @@ struct RunPlan {
 
 // Device, dtype and the process group of `config`: a plan with nothing loaded yet.
 RunPlan run_plan_begin(const RestoreConfig& config, const std::string& name);
-// With plan.teacher, plan.student_config, plan.tokenizer set: ctx_len against the native and
-// extended lengths (at least 2 tokens; a warning on stderr below 16, and for a warmup longer than
-// its stage), the distilled and trainable layers, the tokenizer's vocabulary, the data blocks
-// (sharded over the ranks), the weights placed and checked finite (an error naming each tensor
-// that is not); last, the output folder locked (OutputLock).
+// With plan.teacher, plan.student_config, plan.tokenizer set: ctx_len, stage2.ctx_len and
+// val_ctx_len against the native and extended lengths (at least 2 tokens; a warning on stderr
+// below 16, and for a warmup longer than its stage), the passkey lengths, the distilled and
+// trainable layers, the validation blocks and each stage's blocks (sharded over the ranks,
+// shuffled), the weights placed and checked finite (an error naming each tensor that is not); with
+// `deterministic`, torch's deterministic algorithms; last, the output folder locked (OutputLock).
 void run_plan_finish(RunPlan& plan);
 
 // A `linear-ard: warning:` line on stderr, from rank 0 only.

@@ -33,42 +33,65 @@ void adapters_write(const RunPlan& plan, const RunModel& model) {
   fs::rename(tmp, adapters);
 }
 
+// Per stage: the tokens it trained on, how many of them were distinct positions of its data, the
+// passes over the data it completed, its files.
+json stages_summary(const Run& run) {
+  const RestoreConfig& c = run.plan.config;
+  json stages = json::array();
+  for (const StageSpec& stage : run.stages) {
+    const std::vector<io::TextSource>& files = stage.stage == 2 && !c.stage2.data.empty() ? c.stage2.data : c.data;
+    json paths = json::array();
+    for (const auto& f : files) paths.push_back(f.path);
+    stages.push_back({{"stage", stage.stage},
+                      {"tokens_consumed", stage.blocks->tokens()},
+                      {"distinct_tokens", stage.blocks->distinct_tokens()},
+                      {"passes_completed", stage.blocks->passes()},
+                      {"data", paths}});
+  }
+  return stages;
+}
+
 json summary_make(const Run& run, const std::string& model_dir) {
   const RunPlan& plan = run.plan;
   const RestoreConfig& c = plan.config;
   const RunProgress& progress = run.progress;
   const TrainableSet& trainables = *run.model.trainables;
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
-  return {{"token_budget", token_budget(run.stages, plan.world)},
-          {"tokens_trained", progress.tokens},
-          {"held_out_tokens", run.model.eval_ids.numel()},
-          {"data_passes_completed", plan.blocks1->passes()},
-          {"steps", plan.total_steps()},
-          {"method", enum_name(c.method)},
-          {"layers", plan.layers},
-          {"train_time_s", progress.train_s},
-          {"wall_time_s", wall_s},
-          {"mean_tokens_per_s", static_cast<double>(progress.tokens) / progress.train_s},
-          {"peak_memory_bytes", memory_peak_bytes(plan.device)},
-          {"device", enum_name(c.device)},
-          {"dtype", enum_name(c.dtype)},
-          {"trainable", enum_name(c.trainable)},
-          {"trainable_parameters", trainables.parameter_count()},
-          {"trainable_tensors", trainables.names()},
-          {"teacher", c.teacher},
-          {"teacher_max_position_embeddings", plan.native()},
-          {"student_rope", c.student_rope},
-          {"student_max_position_embeddings", plan.extended()},
-          {"eval_before", progress.eval_before},
-          {"eval_after", progress.eval_after},
-          {"model", model_dir}};
+  json summary = {{"token_budget", token_budget(run.stages, plan.world)},
+      {"tokens_trained", progress.tokens},
+      {"held_out_tokens", run.model.eval_ids.numel()},
+      {"data_passes_completed", plan.stream->passes()},
+      {"stages", stages_summary(run)},
+      {"validation", run.selection.summary()},
+      {"steps", plan.total_steps()},
+      {"method", enum_name(c.method)},
+      {"layers", plan.layers},
+      {"train_time_s", progress.train_s},
+      {"wall_time_s", wall_s},
+      {"mean_tokens_per_s", static_cast<double>(progress.tokens) / progress.train_s},
+      {"peak_memory_bytes", memory_peak_bytes(plan.device)},
+      {"device", enum_name(c.device)},
+      {"dtype", enum_name(c.dtype)},
+      {"trainable", enum_name(c.trainable)},
+      {"trainable_parameters", trainables.parameter_count()},
+      {"trainable_tensors", trainables.names()},
+      {"teacher", c.teacher},
+      {"teacher_max_position_embeddings", plan.native()},
+      {"student_rope", c.student_rope},
+      {"student_max_position_embeddings", plan.extended()},
+      {"eval_before", progress.eval_before},
+      {"eval_after", progress.eval_after},
+      {"model", model_dir}};
+  if (!run.diverged.is_null()) summary["diverged"] = run.diverged;
+  return summary;
 }
 
 }  // namespace
 
-void run_result_write(const Run& run) {
+void run_result_write(Run& run) {
   const RunPlan& plan = run.plan;
   const fs::path out(plan.config.output);
+  run.selection.chosen_load(*run.model.trainables);
   // The trained folder: the checkpoint's tensors with the trained ones (LoRA merged) in its dtype,
   // the student's RoPE in config.json, the teacher's tokenizer and generation config.
   io::HfFolder trained = plan.teacher;
@@ -79,7 +102,12 @@ void run_result_write(const Run& run) {
   io::hf_folder_save(model_dir, trained);
   if (plan.config.save_adapters) adapters_write(plan, run.model);
   io::json_file_write((out / "training_summary.json").string(), summary_make(run, model_dir));
+  run.selection.files_remove();
   const RunProgress& progress = run.progress;
+  if (const std::optional<size_t> chosen = run.selection.chosen())
+    std::printf("%s: model of step %ld: %s\n", plan.name.c_str(),
+                static_cast<long>(run.selection.records()[*chosen].at("step").get<int64_t>()),
+                run.selection.summary().at("why").get<std::string>().c_str());
   std::printf("%s: %ld tokens in %.1f s (%.0f tok/s); model written to %s\n", plan.name.c_str(),
               static_cast<long>(progress.tokens), progress.train_s, static_cast<double>(progress.tokens) / progress.train_s,
               model_dir.c_str());

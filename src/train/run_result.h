@@ -5,9 +5,10 @@
 
 namespace linear_ard::train {
 
-// model/ (the trained tensors merged into the checkpoint, the student's config), adapters/ and
-// scaled/ when asked, and training_summary.json (the CLI draws the curves: scripts/plot.py); prints
-// the tokens trained and where the model went. Rank 0 only.
-void run_result_write(const Run& run);
+// model/ (the trained tensors of the validation run.selection chooses, merged into the checkpoint,
+// with the student's config), adapters/ and scaled/ when asked, and training_summary.json (the
+// CLI draws the curves: scripts/plot.py); prints the tokens trained, the choice and where the model
+// went. Loads the chosen weights into the trainables. Rank 0 only.
+void run_result_write(Run& run);
 
 }  // namespace linear_ard::train

@@ -71,6 +71,31 @@ def test_curves_stages_and_pretrain_monitors():
     assert "held-out loss_lm" in axes and "held-out perplexity" in axes and "loss parts" not in axes
 
 
+def test_curves_validation_panels_mark_the_chosen_step(tmp_path):
+    """A restore's validations: the KL to the native model on its own axes, the perplexity beside
+    the native model's, passkey per length, and the step the run wrote marked on each, read from
+    training_summary.json beside the metrics by the command line."""
+    records = [{"step": 1, "stage": 1, "loss": 1.0, "lr": 1e-3}]
+    for step, kl, p4, p8 in ((0, 0.9, 0.1, 0.0), (5, 0.4, 0.6, 0.3), (10, 0.3, 0.7, 0.5)):
+        records.append({"step": step, "stage": 1, "eval": True, "val_kl": kl, "val_ppl": 20 + kl, "native_ppl": 19.5,
+                        "passkey": {"4096": p4, "8192": p8}, "passkey_mean": (p4 + p8) / 2})
+    axes = axes_by_title(plot.curves_figure(records, chosen_step=5))
+    ppl = [line.get_label() for line in axes["validation perplexity"].get_lines()]
+    assert ppl[:2] == ["val_ppl", "native_ppl"]
+    passkey = [line.get_label() for line in axes["validation passkey accuracy"].get_lines()]
+    assert passkey[:2] == ["4096 tokens", "8192 tokens"]
+    for title in ("held-out val_kl", "validation perplexity", "validation passkey accuracy"):
+        marks = [line for line in axes[title].get_lines() if line.get_label() == "model (step 5)"]
+        assert len(marks) == 1 and list(marks[0].get_xdata()) == [5, 5], title
+    assert all(line.get_label() != "model (step 5)" for line in axes["learning rate"].get_lines())
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (tmp_path / "training_summary.json").write_text(json.dumps({"validation": {"chosen_step": 10}}))
+    assert subprocess.run([sys.executable, str(SCRIPT), "curves", str(metrics)], capture_output=True).returncode == 0
+    svg = (tmp_path / "training_curves.svg").read_text()
+    assert "model (step 10)" in svg
+
+
 def lm_eval_results(values, order):
     return {"results": {t: {"alias": t, "acc,none": v, "acc_norm,none": v / 2} for t, v in values.items()},
             "linear_ard": {"order": order, "avg_metric": "acc", "avg": sum(values.values()) / len(values)}}

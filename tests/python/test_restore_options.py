@@ -55,7 +55,9 @@ def setup(tmp_path_factory):
     config.write_text(yaml.safe_dump({
         "teacher": str(teacher), "student_rope": {"rope_type": "linear", "factor": FACTOR},
         "data": [str(root / "ids.npy")], "ctx_len": CTX, "steps": 3, "lr": 1e-3, "device": "cpu",
-        "dtype": "fp32", "log_every": 10}))
+        "dtype": "fp32", "log_every": 10,
+        # One validation block and the stream's order: the tests know which block each step reads.
+        "val_blocks": 1, "data_shuffle": 0}))
     models = {name: transformers.AutoModelForCausalLM.from_pretrained(str(p)).eval()
               for name, p in (("teacher", teacher), ("student", student))}
     batch = torch.tensor(ids[CTX:2 * CTX]).unsqueeze(0)  # block 0 is held out; block 1 trains first

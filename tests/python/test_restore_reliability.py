@@ -166,15 +166,22 @@ def test_teacher_with_nan_weights_is_refused_naming_the_tensor(setup, tmp_path):
 # ---- runs
 
 
-def test_divergence_stops_before_the_model_and_keeps_the_last_good_checkpoint(setup, tmp_path):
+def test_divergence_keeps_the_best_validated_model_and_the_last_good_checkpoint(setup, tmp_path):
     config = setup[2]
     out = tmp_path / "out"
     # Measured on this teacher: the loss climbs 0.28, 0.75, 0.94, 2.6, 2.4, 4.7, ... to 87 at step 20
     # (lr 1 reached over a 20-step warmup, no clipping): step 6 passes 10x the first loss.
     unstable = ("lr=1", "warmup_steps=20", "clip_grad_norm=0", "steps=20", "checkpoint_every=1")
     r = restore(config, f"output={out}", *unstable, "divergence_factor=10")
-    fails_cleanly(r, out, "diverged")
-    assert not (out / "training_summary.json").exists()
+    assert r.returncode == 1, r.stdout + r.stderr
+    # The only validation before the divergence is step 0's: model/ holds the scaled model, untrained.
+    summary = json.loads((out / "training_summary.json").read_text())
+    step = summary["diverged"]["step"]
+    assert f"the run diverged at step {step}: model/ holds the weights of step 0" in r.stderr, r.stderr
+    assert summary["validation"]["chosen_step"] == 0
+    restored, teacher = load_file(str(out / "model" / "model.safetensors")), load_file(str(setup[1] / "model.safetensors"))
+    assert all(torch.equal(restored[n], teacher[n]) for n in teacher)
+    assert not (out / "selection").exists()
     steps = [m for m in metrics(out) if not m.get("eval")]
     kept = sorted(out.glob("checkpoint-*"))
     assert len(kept) == 1, kept

@@ -122,6 +122,41 @@ TEST(RestoreConfig, HfStyleAliases) {
   EXPECT_NE(load_error(kBase, {"output=a", "output_dir=b"}).find("two spellings of config key 'output'"), std::string::npos);
 }
 
+TEST(RestoreConfig, ValidationKeysParseAndRoundTrip) {
+  const train::RestoreConfig c = load(std::string(kBase) + "val_blocks: 4\nval_passkey: {lengths: [4096, 8192], samples: 10}\n"
+                                                           "select: {criterion: kl, passkey_margin: 0.2}\ndeterministic: true\n"
+                                                           "stage2: {steps: 1, data: [long.txt]}\n");
+  EXPECT_EQ(c.val_blocks, 4);
+  EXPECT_EQ(c.val_passkey.lengths, (std::vector<int64_t>{4096, 8192}));
+  EXPECT_EQ(c.val_passkey.depths.size(), 5u);
+  EXPECT_EQ(c.select.criterion, train::Select::kKl);
+  EXPECT_TRUE(c.deterministic);
+  ASSERT_EQ(c.stage2.data.size(), 1u);
+  const std::string yaml = train::restore_config_to_yaml(c);
+  EXPECT_EQ(train::restore_config_to_yaml(load(yaml)), yaml);
+  EXPECT_NE(yaml.find("val_passkey: {lengths: [4096, 8192], samples: 10, depths: [0, 0.25, 0.5, 0.75, 1]}"), std::string::npos) << yaml;
+  EXPECT_NE(load_error(std::string(kBase) + "val_passkey: {lengths: [0]}\n").find("config key 'val_passkey.lengths' must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kBase) + "stage2: {data: [x.txt]}\n").find("config key 'stage2.data' applies to stage 2 only"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kBase) + "select: {criterion: best}\n").find("must be kl_passkey, kl or last"), std::string::npos);
+}
+
+TEST(RestoreConfig, RecipeAppliesUnderTheFilesKeys) {
+  const train::RestoreConfig c = load(std::string(kBase) + "recipe: paper\nlr: 1e-3\nstage2: {steps: 3}\n");
+  EXPECT_EQ(c.recipe, "paper");
+  EXPECT_EQ(c.lr, 1e-3);                // the file's
+  EXPECT_TRUE(c.checkpoint_layers);     // the recipe's
+  EXPECT_EQ(c.stage2.lr, 2e-5);         // the recipe's, beside the file's stage2.steps
+  EXPECT_EQ(c.stage2.steps, 3);
+  EXPECT_EQ(load(kBase, {"recipe=paper", "lr=5e-4"}).lr, 5e-4);
+  EXPECT_EQ(load(kBase, {"recipe=paper"}).lr, 2e-5);
+  const std::string unknown = load_error(kBase, {"recipe=nosuch"});
+  EXPECT_NE(unknown.find("config key 'recipe' names no bundled recipe: 'nosuch' (bundled: paper)"), std::string::npos) << unknown;
+  // Every bundled recipe is a valid config under the base keys.
+  for (const auto& [name, text] : train::restore_recipes()) EXPECT_EQ(load_error(kBase, {"recipe=" + name}), "") << name;
+}
+
 TEST(RestoreConfig, KeyListCoversEveryEmittedKey) {
   const std::string table = train::restore_config_keys_markdown();
   for (const auto& k : train::restore_config_keys()) {

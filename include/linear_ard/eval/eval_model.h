@@ -26,7 +26,8 @@ struct EvalModel {
   torch::ScalarType dtype = torch::kFloat;
   model::LlamaWeights weights;
   model::RopeTables rope;
-  model::Overrides overrides;  // always empty: evaluation reads the checkpoint as saved
+  model::Overrides overrides;  // empty when loaded: evaluation reads the checkpoint as saved (a
+                               // restore run's validation puts its trainables here)
   std::shared_ptr<const io::Tokenizer> tokenizer;  // shared by eval_model_rescaled's models
   // Under torchrun (WORLD_SIZE > 1): this process's rank; the scorers split their windows, requests
   // or prompts over the ranks and gather the scores, so every rank returns the whole result.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,31 @@ struct NameTable<RunDtype> {
       {RunDtype::kAuto, "auto"}, {RunDtype::kFp32, "fp32"}, {RunDtype::kBf16, "bf16"}};
 };
 
+// `select.criterion`: which evaluated checkpoint a run writes as its model.
+enum class Select {
+  kKlPasskey,  // lowest val_kl among those whose passkey_mean is within passkey_margin of the best seen
+  kKl,         // lowest val_kl
+  kLast,       // the last one (the weights after the last step)
+};
+template <>
+struct NameTable<Select> {
+  static constexpr std::pair<Select, const char*> entries[] = {
+      {Select::kKlPasskey, "kl_passkey"}, {Select::kKl, "kl"}, {Select::kLast, "last"}};
+};
+
+// Passkey retrieval in the run's validation, `val_passkey.*`.
+struct ValPasskeyConfig {
+  std::vector<int64_t> lengths;  // empty: the target length of every stage (native; stage 2's ctx_len)
+  int64_t samples = 20;          // prompts per length, spread over the depths; 0: no passkey
+  std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
+};
+
+// `select.*`.
+struct SelectConfig {
+  Select criterion = Select::kKlPasskey;
+  double passkey_margin = 0.1;
+};
+
 // What stage 1 optimises (paper Sec. 3.4 and Appendix D), `objective.*`.
 struct ObjectiveConfig {
   Relations relations = Relations::kQkv;
@@ -86,11 +112,13 @@ struct Stage2Config {
   double lr = 2e-5;
   int64_t warmup_steps = 0;
   double min_lr_ratio = 0.1;
+  std::vector<io::TextSource> data;  // empty: the stage-1 data stream, continued where stage 1 stopped
 };
 
 // Members in the order of the field table; each key's meaning is its doc line there
 // (`linear-ard restore --list-keys`, docs/restore.md).
 struct RestoreConfig {
+  std::string recipe;                // a bundled preset (configs/recipes/<name>.yaml) under the file's keys
   std::string teacher;
   nlohmann::json student_rope;       // HF rope dict, e.g. {rope_type: linear, factor: 8}
   std::vector<io::TextSource> data;  // each file with the key of its text in JSON records
@@ -101,6 +129,11 @@ struct RestoreConfig {
   LoraConfig lora;
   bool save_adapters = false;
   int64_t longred_max_skip = 1;
+  std::vector<io::TextSource> val_data;  // empty: the validation blocks are held out from `data`
+  int64_t val_blocks = 16;
+  int64_t val_ctx_len = 0;           // 0: ctx_len, at most the teacher's native length
+  ValPasskeyConfig val_passkey;
+  SelectConfig select;
   Stage2Config stage2;
   int64_t ctx_len = 0;               // 0: the teacher's max_position_embeddings
   int64_t batch_size = 1;
@@ -116,7 +149,8 @@ struct RestoreConfig {
   double lambda_k = 1.0;
   double lambda_v = 1.0;
   uint64_t seed = 0;
-  int64_t data_shuffle = 0;  // blocks in the data's shuffle buffer (0: the files' order)
+  int64_t data_shuffle = 1024;  // blocks in the data's shuffle buffer (0: the files' order)
+  bool deterministic = false;
   RunDevice device = RunDevice::kAuto;
   RunDtype dtype = RunDtype::kAuto;
   bool checkpoint_layers = false;
@@ -154,5 +188,8 @@ std::string restore_config_keys_markdown();
 // The layer indices (ascending, non-negative) that config key `layers` names for a model with
 // `num_layers` layers; throws std::invalid_argument naming the key when one is out of range.
 std::vector<int64_t> restore_layers_resolve(const nlohmann::json& layers, int64_t num_layers);
+
+// The bundled recipes (`recipe`): name -> YAML text of configs/recipes/<name>.yaml, compiled in.
+const std::map<std::string, std::string>& restore_recipes();
 
 }  // namespace linear_ard::train
