@@ -12,6 +12,7 @@
 #include "linear_ard/eval/eval_model.h"    // defines: eval_model_load
 #include "linear_ard/eval/report.h"        // defines: report_write
 #include "linear_ard/io/hf_folder.h"       // defines: hf_folder_load
+#include "linear_ard/io/model_path.h"      // defines: model_path_resolve
 #include "linear_ard/io/tokenizer.h"       // defines: tokenizer_load
 #include "plot_run.h"                      // defines: plot_run
 
@@ -31,7 +32,7 @@ struct DiagnoseArgs : EvalDeviceArgs {
 void diagnose_options_add(CLI::App* sub, DiagnoseArgs& a) {
   eval::DiagnoseOptions& o = a.options;
   o.scalings = eval::diagnose_scaling_names();
-  sub->add_option("TEACHER", a.teacher, "HF model folder at its native RoPE")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("TEACHER", a.teacher, "HF model folder (or cached hub name) at its native RoPE")->required();
   sub->add_option("--length", o.length, "target context length L (the factor is L / native)")->required()
       ->check(CLI::PositiveNumber);
   sub->add_option("--scalings", o.scalings, "candidate scalings, comma-separated")->delimiter(',')
@@ -59,6 +60,7 @@ void diagnose_options_add(CLI::App* sub, DiagnoseArgs& a) {
 }
 
 void diagnose_command_run(DiagnoseArgs& a) {
+  a.teacher = io::model_path_resolve(a.teacher);  // a hub name: its snapshot in the local cache
   const io::HfFolder folder = io::hf_folder_load(a.teacher, /*load_weights=*/false);
   eval::DiagnoseOptions o = a.options;
   if (o.ctx == 0) o.ctx = std::min<int64_t>(2048, folder.model_config.max_position_embeddings);

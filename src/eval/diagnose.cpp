@@ -10,7 +10,7 @@
 #include "linear_ard/io/hf_config.h"            // defines: hf_rope_dict_from_json
 #include "linear_ard/model/rope_compose.h"      // defines: rope_compose
 #include "linear_ard/train/native_kl.h"         // defines: native_kl_evaluate
-#include "linear_ard/train/text_blocks.h"       // defines: TextBlocks
+#include "linear_ard/train/token_stream.h"      // defines: TokenStream
 
 namespace linear_ard::eval {
 
@@ -42,17 +42,18 @@ Candidate candidate_make(const EvalModel& teacher, const io::HfFolder& folder, c
 }
 
 // Up to `count` blocks of `length` tokens from one pass over `text` (restore's packing: documents
-// with BOS and EOS, concatenated, cut).
+// with BOS and EOS, concatenated, cut), at least one.
 std::vector<std::vector<int32_t>> blocks_read(const io::TextSource& text, const io::Tokenizer& tokenizer,
                                               int64_t length, int64_t count, int64_t vocab_size) {
   std::vector<std::vector<int32_t>> blocks;
   try {
-    train::TextBlocks::files_check({text});
-    train::TextBlocks source({text}, tokenizer, length, /*held_out=*/0, vocab_size);
+    train::TokenStream::files_check({text});
+    train::TokenStream stream({text}, tokenizer, vocab_size, "--text");
+    stream.block_fits(length, "--text");
     while (static_cast<int64_t>(blocks.size()) < count) {
-      std::vector<int32_t> block = source.next();
-      if (source.passes() > 0) break;  // the text is used once
-      blocks.push_back(std::move(block));
+      train::TokenStream::Block block = stream.block_next(length);
+      if (stream.passes() > 0) break;  // the text is used once
+      blocks.push_back(std::move(block.ids));
     }
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("--text " + text.path + " for blocks of " + std::to_string(length) + " tokens: " + e.what());

@@ -41,16 +41,11 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
 }
 
 EvalModel eval_model_rescaled(const EvalModel& base, const model::ModelConfig& config, const std::string& name) {
-  EvalModel m;
+  EvalModel m = base;  // device, dtype, tokenizer and process group; the tensors are shared, not copied
   m.path = name;
-  m.device_name = base.device_name;
-  m.dtype_name = base.dtype_name;
-  m.device = base.device;
-  m.dtype = base.dtype;
   m.weights = {config, base.weights.tensors};
   m.rope = model::rope_tables_init(config);
-  m.tokenizer = base.tokenizer;
-  m.distributed = base.distributed;
+  m.overrides = {};
   return m;
 }
 

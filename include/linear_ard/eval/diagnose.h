@@ -87,7 +87,7 @@ void diagnose_options_check(const io::HfFolder& folder, const io::Tokenizer& tok
 
 // Measures every scaling of `options` on `teacher` (its folder's config.json in `folder`): the KL
 // and perplexities through train::native_kl_evaluate on up to options.blocks blocks of C tokens of
-// `text` (train::TextBlocks' packing, restore's), passkey_evaluate of each model, relation KL
+// `text` (train::TokenStream's packing, restore's), passkey_evaluate of each model, relation KL
 // through ops::relation_loss. Throws std::invalid_argument naming the problem: diagnose_options_check's,
 // a scaling that cannot be built for this teacher (by name, with transformers' reason), text without
 // a block of C (or relation_length) tokens.
