@@ -6,9 +6,11 @@ write, so they can be restyled by editing this script or by calling its function
                                         [--summary OUT/training_summary.json]
     scripts/plot.py compare REPORT.json [-o REPORT]                      # eval compare -o REPORT
     scripts/plot.py tasks RESULTS.json... [--names a b] [-o OUT]         # eval tasks / lm-eval results
+    scripts/plot.py diagnose OUT/diagnose.json [-o OUT/diagnose]          # diagnose -o OUT
 
-`linear-ard restore|pretrain` draw OUT/training_curves.{png,svg} and `linear-ard eval compare -o
-REPORT` draws REPORT.{png,svg} with this script when they finish (not with LINEAR_ARD_NO_PLOT=1).
+`linear-ard restore|pretrain` draw OUT/training_curves.{png,svg}, `linear-ard eval compare -o
+REPORT` draws REPORT.{png,svg} and `linear-ard diagnose -o OUT` OUT/diagnose.{png,svg} with this
+script when they finish (not with LINEAR_ARD_NO_PLOT=1).
 
 Every series is drawn with markers (a one-point series shows), step axes have integer ticks and no
 offset notation, each held-out metric gets its own axes (a curve near zero is not flattened by one
@@ -219,6 +221,66 @@ def compare_figure(report):
     return fig
 
 
+RELATIONS = (("q", "Q/Q"), ("k", "K/K"), ("v", "V/V"))
+
+
+def _bars(ax, groups, series, ylabel, title):
+    """Grouped bars: one group per entry of `groups`, one bar per (label, values) of `series`."""
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, values, width=width, label=label)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    if len(series) > 1:
+        ax.legend(fontsize=8)
+
+
+def diagnose_figure(report):
+    """`diagnose`'s figure: KL to native by scaling, passkey accuracy against length per model, and
+    the relation KL (Q/Q, K/K, V/V) by layer per scaling (one panel each with every layer, else
+    grouped bars of the final layer), and at the relation length when measured."""
+    rows = report["rows"]
+    scaled = [r for r in rows if r["name"] != "native"]
+    if not scaled:
+        raise ValueError("the report holds no scaling")
+    layers = scaled[0]["relation"]["layers"]
+    count = 2 + (3 if len(layers) > 1 else 1) + (1 if "relation_long" in scaled[0] else 0)
+    fig, axes = _grid(count)
+    names = [r["name"] for r in scaled]
+    _bars(axes[0], names, [(f"C = {report['ctx']}", [r["kl"] for r in scaled])], "nats / token",
+          f"KL to native at {report['ctx']} tokens")
+    lengths = report["passkey"]["lengths"]
+    for r in rows:
+        points = [(n, 100 * r["passkey"][str(n)]) for n in lengths if str(n) in r["passkey"]]
+        if points:
+            _line(axes[1], [p[0] for p in points], [p[1] for p in points], r["name"])
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_xticks(lengths)
+    axes[1].set_xticklabels([str(n) for n in lengths])
+    axes[1].minorticks_off()
+    axes[1].set_ylim(-5, 105)
+    _axes_finish(axes[1], f"passkey accuracy (%, {report['passkey']['prompts_per_length']} prompts a length)",
+                 "prompt length (tokens)", integer_x=False)
+    if len(layers) > 1:
+        for ax, (key, label) in zip(axes[2:5], RELATIONS):
+            for r in scaled:
+                _line(ax, r["relation"]["layers"], r["relation"][key], r["name"])
+            _scale_for(ax, [v for r in scaled for v in r["relation"][key]])
+            _axes_finish(ax, f"{label} relation KL by layer (C = {report['ctx']})", "layer")
+    else:
+        _bars(axes[2], names, [(label, [r["relation"][key][-1] for r in scaled]) for key, label in RELATIONS],
+              "nats / row", f"final layer's relation KL (C = {report['ctx']})")
+    if "relation_long" in scaled[0]:
+        _bars(axes[-1], names, [(label, [r["relation_long"][key][-1] for r in scaled]) for key, label in RELATIONS],
+              "nats / row", f"final layer's relation KL at {report['relation_length']} tokens")
+    fig.tight_layout()
+    return fig
+
+
 def tasks_figure(names, reports):
     fig, (ax,) = _grid(1, width=max(6.0, 1.2 * (len(_tasks_order(reports[0])) + 1)))
     tasks_panel(ax, names, reports)
@@ -252,6 +314,9 @@ def main(argv=None):
     tasks.add_argument("results", nargs="+")
     tasks.add_argument("--names", nargs="+", help="a name per file (default: the file names)")
     tasks.add_argument("-o", "--output", required=True, help="output stem")
+    diagnose = sub.add_parser("diagnose", help="diagnose's JSON report")
+    diagnose.add_argument("report")
+    diagnose.add_argument("-o", "--output", help="output stem (default: the report without .json)")
     args = parser.parse_args(argv)
     try:
         if args.command == "curves":
@@ -261,8 +326,9 @@ def main(argv=None):
                 chosen = json.loads(summary.read_text()).get("validation", {}).get("chosen_step")
             fig = curves_figure(metrics_read(args.metrics), chosen)
             stem = args.output or str(Path(args.metrics).with_name("training_curves"))
-        elif args.command == "compare":
-            fig = compare_figure(json.loads(Path(args.report).read_text()))
+        elif args.command in ("compare", "diagnose"):
+            figure = compare_figure if args.command == "compare" else diagnose_figure
+            fig = figure(json.loads(Path(args.report).read_text()))
             stem = args.output or str(Path(args.report).with_suffix(""))
         else:
             names = args.names or [Path(p).stem for p in args.results]

@@ -284,9 +284,13 @@ void passkey_register(CLI::App& eval) {
   sub->add_option("--seed", o->seed, "seed of the first prompt's passkey (consecutive after it)")->capture_default_str();
   sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens generated per prompt")
       ->check(int_at_least(1))->capture_default_str();
-  sub->callback([a, o] {
+  auto no_lead = std::make_shared<bool>(false);
+  sub->add_flag("--no-answer-lead", *no_lead, "end prompts at 'The pass key is' as the reference prompt does, "
+                                               "without the bare space that starts the answer (docs/eval.md)");
+  sub->callback([a, o, no_lead] {
     eval_output_check(a->output, {a->model}, {});
     o->progress = !a->quiet;
+    o->answer_lead = !*no_lead;
     eval::EvalMemoryUse use = passkey_memory_use(*o);
     use.log = !a->quiet;
     const auto model = eval::eval_model_load(a->model, a->device, a->dtype, use);

@@ -36,6 +36,7 @@ struct CompareArgs {
   std::string avg_metric = "acc";
   // passkey
   eval::PasskeyOptions passkey;
+  bool no_answer_lead = false;
   bool no_bos = false;
 };
 
@@ -72,6 +73,8 @@ void compare_options_add(CLI::App* sub, EvalDeviceArgs& a, CompareArgs& c, Ruler
       ->check(number_in(0, 1))->capture_default_str();
   sub->add_option("--passkey-samples", c.passkey.samples, "passkey prompts per length and depth")
       ->check(int_at_least(1))->capture_default_str();
+  sub->add_flag("--passkey-no-answer-lead", c.no_answer_lead,
+                "end passkey prompts at 'The pass key is', as the reference prompt does (docs/eval.md)");
   ruler_args_add(sub, r, "ruler-");
 }
 
@@ -111,6 +114,7 @@ CompareInputs compare_inputs_read(const EvalDeviceArgs& a, CompareArgs& c, Ruler
   eval_output_check(a.output, c.models, inputs);
   c.tasks.add_special_tokens = !c.no_bos;
   c.ppl.progress = c.tasks.progress = c.passkey.progress = !a.quiet;
+  c.passkey.answer_lead = !c.no_answer_lead;
   c.tasks.batch_size = c.ppl.batch_size;
   if (in.ppl) in.docs = io::text_documents_read(c.text);
   for (const auto& f : c.task_files) in.task_files.push_back(eval::task_file_read(f, c.tasks.target_delimiter));

@@ -7,6 +7,9 @@ namespace linear_ard::cli {
 
 // `linear-ard inspect MODEL_DIR`: architecture, parameters, RoPE and implied context length.
 void command_inspect_register(CLI::App& app);
+// `linear-ard diagnose TEACHER --length L --text FILE`: the damage of each candidate RoPE scaling
+// before training, with a recommendation (docs/diagnose.md).
+void command_diagnose_register(CLI::App& app);
 // `linear-ard restore CONFIG.yaml [key=value ...]`: stage-1 relation distillation (docs/restore.md).
 void command_restore_register(CLI::App& app);
 // `linear-ard pretrain CONFIG.yaml [key=value ...]`: a LLaMA model from random init (docs/pretrain.md).

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "linear-ard " LINEAR_ARD_VERSION);
   linear_ard::cli::command_inspect_register(app);
+  linear_ard::cli::command_diagnose_register(app);
   linear_ard::cli::command_restore_register(app);
   linear_ard::cli::command_pretrain_register(app);
   linear_ard::cli::command_tokenizer_train_register(app);

@@ -50,6 +50,15 @@ EvalModel eval_model_load(const std::string& path, const std::string& device, co
   return m;
 }
 
+EvalModel eval_model_rescaled(const EvalModel& base, const model::ModelConfig& config, const std::string& name) {
+  EvalModel m = base;  // device, dtype, tokenizer and process group; the tensors are shared, not copied
+  m.path = name;
+  m.weights = {config, base.weights.tensors};
+  m.rope = model::rope_tables_init(config);
+  m.overrides = {};
+  return m;
+}
+
 void eval_context_warn(const EvalModel& model, int64_t length, const std::string& what) {
   const model::ModelConfig& c = model.weights.config;
   const int64_t context = model::model_config_context_length(c);

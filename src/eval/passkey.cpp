@@ -1,6 +1,7 @@
 // Passkey prompts, scoring and the evaluation loop.
 #include "linear_ard/eval/passkey.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <stdexcept>
@@ -33,6 +34,25 @@ std::string passkey_text(int64_t filler_count, double depth, const std::string& 
          passkey_question;
 }
 
+// The answer lead of `text` for `key`: where the ids of `text + " " + key` go on past `text`'s own
+// ids, the longest run of them decoding to whitespace only. Empty when the answer's encoding changes
+// the prompt's own last ids (a tokenizer merging across the boundary: nothing can be appended).
+std::vector<int32_t> passkey_lead(const io::Tokenizer& tokenizer, const std::string& text, const std::string& key) {
+  const auto prompt = tokenizer.encode(text, true);
+  const auto full = tokenizer.encode(text + " " + key, true);
+  auto it = std::mismatch(prompt.begin(), prompt.end(), full.begin(), full.end());
+  std::vector<int32_t> lead;
+  if (it.first != prompt.end()) return lead;
+  for (auto id = it.second; id != full.end(); ++id) {
+    lead.push_back(*id);
+    if (tokenizer.decode(lead, /*skip_special_tokens=*/true).find_first_not_of(" \t\n") != std::string::npos) {
+      lead.pop_back();
+      break;
+    }
+  }
+  return lead;
+}
+
 // One prompt's greedy continuation: its new ids, the tokens fed through (prompt + generated), and
 // the time it took.
 struct Generated {
@@ -42,7 +62,7 @@ struct Generated {
 };
 
 Generated passkey_generate(const EvalModel& model, const model::GenerateOptions& gen, const PasskeyPrompt& p) {
-  const auto ids = model.tokenizer->encode(p.text, true);
+  const auto ids = passkey_prompt_ids(*model.tokenizer, p);
   const auto prompt =
       torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0).to(model.device);
   const auto start = std::chrono::steady_clock::now();
@@ -85,20 +105,24 @@ PasskeyResult passkey_result(const io::Tokenizer& tokenizer, const PasskeyOption
     }
   }
   result.tokens_per_s = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+  result.answer_lead = options.answer_lead;
   return result;
 }
 
 }  // namespace
 
 PasskeyPrompt passkey_prompt_make(const io::Tokenizer& tokenizer, int64_t target_tokens, double depth,
-                                  uint64_t seed) {
+                                  uint64_t seed, bool answer_lead) {
   if (depth < 0 || depth > 1) throw std::invalid_argument("passkey depth must be in [0, 1]");
   std::mt19937_64 rng(seed);
   PasskeyPrompt p;
   p.passkey = std::to_string(std::uniform_int_distribution<int>(1, 50000)(rng));
   p.depth = depth;
+  // The lead depends on the question that ends every prompt and on the key, not on the filler.
+  if (answer_lead) p.answer_lead = passkey_lead(tokenizer, passkey_text(0, depth, p.passkey), p.passkey);
   const auto count = [&](int64_t n) {
-    return static_cast<int64_t>(tokenizer.encode(passkey_text(n, depth, p.passkey), true).size());
+    return static_cast<int64_t>(tokenizer.encode(passkey_text(n, depth, p.passkey), true).size() +
+                                p.answer_lead.size());
   };
   const int64_t empty = count(0);
   if (empty > target_tokens)
@@ -114,6 +138,12 @@ PasskeyPrompt passkey_prompt_make(const io::Tokenizer& tokenizer, int64_t target
   p.text = passkey_text(n, depth, p.passkey);
   p.tokens = count(n);
   return p;
+}
+
+std::vector<int32_t> passkey_prompt_ids(const io::Tokenizer& tokenizer, const PasskeyPrompt& prompt) {
+  std::vector<int32_t> ids = tokenizer.encode(prompt.text, true);
+  ids.insert(ids.end(), prompt.answer_lead.begin(), prompt.answer_lead.end());
+  return ids;
 }
 
 double passkey_score(const std::string& generated, const std::string& passkey) {
@@ -135,7 +165,7 @@ PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& opt
     for (double depth : options.depths)
       for (int64_t s = 0; s < options.samples; ++s)
         prompts.push_back(passkey_prompt_make(*model.tokenizer, length, depth,
-                                              options.seed + static_cast<uint64_t>(prompts.size())));
+                                              options.seed + static_cast<uint64_t>(prompts.size()), options.answer_lead));
   const auto count = static_cast<int64_t>(prompts.size());
   const dist::Distributed* distributed = model.distributed;
   int64_t owned = 0;

@@ -19,7 +19,7 @@ train::MixSample passkey_sample_make(const io::Tokenizer& tokenizer, int64_t max
   const uint64_t prompt_seed = rng();
   PasskeyPrompt p;
   try {
-    p = passkey_prompt_make(tokenizer, max_tokens - answer_budget, depth, prompt_seed);
+    p = passkey_prompt_make(tokenizer, max_tokens - answer_budget, depth, prompt_seed, /*answer_lead=*/false);
   } catch (const std::invalid_argument&) {
     return {};  // too short for the prompt even without filler: the block stays corpus text
   }

@@ -180,12 +180,13 @@ nlohmann::json passkey_report_json(const PasskeyResult& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
     nlohmann::json prompts = nlohmann::json::array();
-    for (const auto& p : row.prompts) prompts.push_back({{"text", p.text}, {"passkey", p.passkey}, {"tokens", p.tokens}});
+    for (const auto& p : row.prompts)
+      prompts.push_back({{"text", p.text}, {"passkey", p.passkey}, {"tokens", p.tokens}, {"answer_lead_ids", p.answer_lead}});
     rows.push_back({{"length", row.length}, {"depth", row.depth}, {"samples", row.samples},
                     {"accuracy", row.accuracy}, {"outputs", row.outputs}, {"output_ids", row.output_ids},
                     {"prompts", prompts}});
   }
-  return {{"tokens_per_s", r.tokens_per_s}, {"rows", rows}};
+  return {{"tokens_per_s", r.tokens_per_s}, {"answer_lead", r.answer_lead}, {"rows", rows}};
 }
 
 // Generated text may hold invalid UTF-8 (a model can stop inside a character): replaced, not fatal.

@@ -428,7 +428,10 @@ def test_passkey_prompts_and_greedy_parity(setup):
             key = p["passkey"]
             keys.add(key)
             assert f"The pass key is {key}. Remember it. {key} is the pass key." in p["text"]
-            ids = tok.encode(p["text"]).ids
+            # The prompt fed: the text, then the answer lead (the bare space before digits, if the
+            # tokenizer writes one; this byte-level BPE may merge it into the digits instead).
+            ids = tok.encode(p["text"]).ids + p["answer_lead_ids"]
+            assert tok.decode(p["answer_lead_ids"]).strip() == ""
             assert len(ids) == p["tokens"] <= row["length"] and p["tokens"] > row["length"] - 60
             before = p["text"].split("The pass key is " + key)[0]
             if row["depth"] == 0:
@@ -438,6 +441,23 @@ def test_passkey_prompts_and_greedy_parity(setup):
             assert row["accuracy"] in (0.0, 1.0) or row["samples"] > 1
             assert row["accuracy"] == float(bool(first) and first[0] == key)
     assert len(keys) > 1
+
+
+def test_passkey_no_answer_lead_is_the_reference_prompt(setup):
+    """By default a prompt ends with the answer's key-independent tokens (the answer lead); with
+    --no-answer-lead it ends at "The pass key is", as the reference prompt does; same key, same text."""
+    root, folder, model, tok = setup
+    for name, extra in (("lead", []), ("ref", ["--no-answer-lead"])):
+        cli("passkey", folder, "--lengths", 230, "--depths", 0.5, "--seed", 5, "-o", root / f"pk_{name}", *extra,
+            *device_args())
+    lead, ref = (json.loads((root / f"pk_{n}.json").read_text()) for n in ("lead", "ref"))
+    assert lead["answer_lead"] is True and ref["answer_lead"] is False
+    p, q = lead["rows"][0]["prompts"][0], ref["rows"][0]["prompts"][0]
+    assert p["passkey"] == q["passkey"] and q["answer_lead_ids"] == []
+    assert q["tokens"] == len(tok.encode(q["text"]).ids) <= 230
+    ids = tok.encode(p["text"]).ids + p["answer_lead_ids"]
+    full = tok.encode(p["text"] + " " + p["passkey"]).ids
+    assert full[:len(ids)] == ids and tok.decode([full[len(ids)]]).strip(), "the next id must start the key"
 
 
 def test_converters_write_valid_task_files(tmp_path):
@@ -477,7 +497,7 @@ def test_passkey_greedy_is_transformers_argmax(setup):
     checked = 0
     for row in rows:
         for prompt, out in zip(row["prompts"], row["output_ids"]):
-            ids = tok.encode(prompt["text"]).ids
+            ids = tok.encode(prompt["text"]).ids + prompt["answer_lead_ids"]
             assert out, "passkey produced no tokens"
             with torch.no_grad():
                 logits = model(torch.tensor([ids + out], device=DEVICE)).logits[0].float().cpu()

@@ -124,6 +124,55 @@ def test_compare_figure_lengths_and_tasks():
     assert [t.get_text() for t in bars.get_xticklabels()] == ["mmlu", "lambada", "Avg."]
 
 
+def diagnose_report(layers, relation_long):
+    """A diagnose report: native and two scalings, the relation KL of `layers`."""
+    def rel(scale):
+        return {"layers": layers, "q": [scale * (i + 1) for i in range(len(layers))],
+                "k": [scale * 2 * (i + 1) for i in range(len(layers))], "v": [scale * 0.01] * len(layers)}
+    rows = [{"name": "native", "kl": 0, "ppl": 10.0, "passkey": {"128": 1.0}, "relation": rel(0)}]
+    for name, scale, passkey in (("pi", 1.0, {"128": 0.2, "256": 0.0}), ("yarn", 0.1, {"128": 0.8, "256": 0.6})):
+        rows.append({"name": name, "kl": scale, "ppl": 10 + scale, "passkey": passkey, "relation": rel(scale)})
+        if relation_long:
+            rows[-1]["relation_long"] = rel(scale * 3)
+    return {"ctx": 64, "passkey": {"lengths": [128, 256], "prompts_per_length": 5},
+            "relation_length": 256 if relation_long else 0, "rows": rows}
+
+
+@pytest.mark.parametrize("all_layers", [False, True])
+def test_diagnose_figure_panels(all_layers):
+    fig = plot.diagnose_figure(diagnose_report([0, 1, 2] if all_layers else [2], relation_long=not all_layers))
+    axes = axes_by_title(fig)
+    kl = axes["KL to native at 64 tokens"]
+    assert [round(p.get_height(), 6) for p in kl.patches] == [1.0, 0.1]
+    assert [t.get_text() for t in kl.get_xticklabels()] == ["pi", "yarn"]
+    passkey = axes["passkey accuracy (%, 5 prompts a length)"]
+    assert [list(line.get_ydata()) for line in passkey.get_lines()] == [[100.0], [20.0, 0.0], [80.0, 60.0]]
+    if all_layers:
+        q = axes["Q/Q relation KL by layer (C = 64)"]
+        assert [list(line.get_xdata()) for line in q.get_lines()] == [[0, 1, 2], [0, 1, 2]]
+        assert [list(line.get_ydata()) for line in q.get_lines()][0] == [1.0, 2.0, 3.0]
+        assert "K/K relation KL by layer (C = 64)" in axes and "V/V relation KL by layer (C = 64)" in axes
+    else:
+        final = axes["final layer's relation KL (C = 64)"]
+        assert [round(p.get_height(), 6) for p in final.patches] == [1.0, 0.1, 2.0, 0.2, 0.01, 0.001]
+        at_length = axes["final layer's relation KL at 256 tokens"]
+        assert [round(p.get_height(), 6) for p in at_length.patches] == [3.0, 0.3, 6.0, 0.6, 0.03, 0.003]
+
+
+def test_diagnose_command_line_writes_png_and_svg(tmp_path):
+    report = tmp_path / "diagnose.json"
+    report.write_text(json.dumps(diagnose_report([3], relation_long=False)))
+    r = subprocess.run([sys.executable, str(SCRIPT), "diagnose", str(report)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "diagnose.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    texts = "".join(t.text or "" for t in ET.parse(tmp_path / "diagnose.svg").getroot().iter("{http://www.w3.org/2000/svg}text"))
+    assert "KL to native at 64 tokens" in texts
+    report.write_text(json.dumps({"ctx": 64, "rows": [{"name": "native"}]}))
+    r = subprocess.run([sys.executable, str(SCRIPT), "diagnose", str(report), "-o", str(tmp_path / "bad")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "no scaling" in r.stderr and not (tmp_path / "bad.png").exists()
+
+
 def test_tasks_figure_reads_lm_eval_results_without_our_section():
     """lm-eval's own results JSON (no linear_ard section): tasks in name order, acc."""
     theirs = {"results": {"piqa": {"acc,none": 0.7, "acc_norm,none": 0.72}, "arc_easy": {"acc,none": 0.5}}}

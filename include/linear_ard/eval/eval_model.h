@@ -31,7 +31,7 @@ struct EvalModel {
   model::RopeTables rope;
   model::Overrides overrides;  // empty when loaded: evaluation reads the checkpoint as saved (a
                                // restore run's validation puts its trainables here)
-  std::unique_ptr<io::Tokenizer> tokenizer;
+  std::shared_ptr<const io::Tokenizer> tokenizer;  // shared by eval_model_rescaled's models
   // Under torchrun (WORLD_SIZE > 1): this process's rank; the scorers split their windows, requests
   // or prompts over the ranks and gather the scores, so every rank returns the whole result.
   const dist::Distributed* distributed = nullptr;
@@ -56,6 +56,12 @@ struct EvalMemoryUse {
 // (dist::distributed_process) and loads onto its own GPU (LOCAL_RANK).
 EvalModel eval_model_load(const std::string& path, const std::string& device = "auto",
                           const std::string& dtype = "auto", const EvalMemoryUse& use = {});
+
+// The model `base` holds under another RoPE: the same weights (shared, not copied), tokenizer, device
+// and dtype, its config `config` (the base's with another rope and max_position_embeddings, e.g. a
+// scaled student's: what eval_context_warn and the RoPE read). Its `path` is `name`, which messages
+// print (e.g. "models/x with yarn x4"). Nothing is loaded or copied: the tensors stay `base`'s.
+EvalModel eval_model_rescaled(const EvalModel& base, const model::ModelConfig& config, const std::string& name);
 
 // A `linear-ard: warning:` on stderr (rank 0 only) when `what` (e.g. "perplexity windows") of
 // `length` tokens go beyond the context the model's RoPE was trained or scaled for

@@ -64,8 +64,8 @@ LmEvalPaths lm_eval_paths(const std::string& output_path, const std::string& mod
 // ppl, bits_per_byte, seconds, tokens_per_s).
 nlohmann::json ppl_result_json(const PerplexityResult& r);
 
-// Passkey results as JSON: {"tokens_per_s", "rows": [{length, depth, samples, accuracy, outputs,
-// output_ids, prompts: [{text, passkey, tokens}]}]}.
+// Passkey results as JSON: {"tokens_per_s", "answer_lead", "rows": [{length, depth, samples,
+// accuracy, outputs, output_ids, prompts: [{text, passkey, tokens, answer_lead_ids}]}]}.
 nlohmann::json passkey_report_json(const PasskeyResult& r);
 
 // Writes `markdown` to `<stem>.md` and `json` to `<stem>.json`, atomically.
