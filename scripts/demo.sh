@@ -23,8 +23,10 @@ if [[ -z "${LINEAR_ARD_WITH_CUDA:-}" ]] && ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 "$root/scripts/build.sh" "$build_dir" linear_ard_cli
 source "$root/scripts/env.sh"
+source "$root/scripts/timing.sh"
 cli="$build_dir/src/cli/linear-ard"
 start=$(date +%s)
+mark=$(linear_ard_mark)
 
 teacher="$("$LINEAR_ARD_PYTHON" scripts/import_gguf.py --default-model)"
 "$cli" inspect "$teacher"
@@ -65,3 +67,4 @@ for m in native scaled restored; do
 done
 echo "demo: restore + evaluation took $(( $(date +%s) - start )) s"
 "$LINEAR_ARD_PYTHON" scripts/demo_report.py "$out" "$ppl_ctx"
+linear_ard_report "demo run (import, restore, evaluation)" "$mark"
