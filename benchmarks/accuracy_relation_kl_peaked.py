@@ -6,7 +6,7 @@ Unit-scale inputs (entries N(0, 1)) and d = 64..256 make peaked self-relations: 
 and dX (upstream gradient N(0, 1)) the table gives max |op - fp64| and max |dense fp32 - fp64|, where
 "dense fp32" is the same computation on materialised n x n matrices in PyTorch fp32
 (tests/python/relation_kl_dense.py, on the CPU) and fp64 the same in fp64, and their ratio. The rule
-(ARCHITECTURE.md) asks the ratio to be <= 2; the KL's is checked (a floor of one fp32 unit of the
+(docs/architecture.md) asks the ratio to be <= 2; the KL's is checked (a floor of one fp32 unit of the
 largest KL), the others are shown.
 
     LINEAR_ARD_LIBRARY=build/src/ops/liblinear_ard_ops.so python3 benchmarks/accuracy_relation_kl_peaked.py [--device cuda]

@@ -1,6 +1,6 @@
 """Benchmark (not a test) of the CUDA relation-KL against naive dense PyTorch and torch SDPA.
 
-One causal bf16 self-relation, B=1, H=32, d=128 (the ANCHORS.md shape), all in one process:
+One causal bf16 self-relation, B=1, H=32, d=128 (the shape of benchmarks/authors/README.md), all in one process:
 forward, backward and forward+backward time (CUDA events, median after warm-up), useful TFLOP/s
 (12*d FLOPs per visible logit: 2 GEMMs forward, 4 backward), peak extra memory
 (torch.cuda.max_memory_allocated over the inputs), and the ratios. Then the memory-vs-n curve up

@@ -1,7 +1,7 @@
 // bench_restore_gpu: the restore training step of `linear-ard restore` (objective_ard, the "qkv"
 // TrainableSet, the trainer's fused AdamW through restore_step) on a LLaMA-2-7B-shaped model with random
 // weights made on the GPU, timed at the paper's Appendix C settings, printed beside the paper's
-// figures and the targets. Step cost does not depend on weight values or token ids.
+// figures and the 7B-shape target below. Step cost does not depend on weight values or token ids.
 //
 //   bench_restore_gpu                 LLaMA-2-7B shape, bf16 on CUDA (fp32 on CPU: do not)
 //   bench_restore_gpu --tiny          a 2-layer toy shape (CPU smoke run of the same code)
@@ -10,11 +10,11 @@
 //            trainer's default overlaps them: train/teacher_overlap.h) --overlap-teacher (the default)
 //            --cases last1:1024,last1:2048,last1:4096,last1:8192,all:4096 (the default; scope:ctx)
 //            --trainable qkv|lora_qkv (default qkv) --lora-rank R (default 1024, alpha 2R: the
-//            authors' peft setting, shared/ANCHORS.md)
+//            authors' peft setting, benchmarks/authors/README.md)
 //            --profile DIR: one more step of each case under the trainer's StepProfile (its phases:
 //            teacher forward, student forward, loss, backward with recompute, clipping, optimizer),
 //            written to DIR/<scope>_<ctx>/summary.md; not part of the timed steps
-// A benchmark, not a test: it prints figures, ratios and whether the target is met.
+// A benchmark, not a test: it prints figures, ratios and whether the target is met.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -52,7 +52,7 @@ struct Case {
 };
 
 // What the table compares against, for a case: the paper's Appendix C (one RTX PRO 6000, 20-step
-// averages) and the authors' public train.py rebuilt on one H200 (shared/ANCHORS.md).
+// averages) and the authors' public train.py rebuilt on one H200 (benchmarks/authors/README.md).
 struct Reference {
   double paper_step_s = 0, paper_tokens_per_s = 0;
   double authors_h200_tokens_per_s = 0, authors_h200_peak_gib = 0;
@@ -67,7 +67,7 @@ std::optional<Reference> reference_for(const Case& c) {
   return std::nullopt;
 }
 
-// The targets (#5 item 7): final-layer ARD at 4K with QKV trainable.
+// The target at the 7B shape: final-layer ARD at 4K with QKV trainable, fast and within a 48 GB card.
 constexpr double kTargetTokensPerS = 5000;
 constexpr double kTargetPeakGb = 48;
 
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
     }
     std::printf("\npaper App. C: one RTX PRO 6000 (96 GB), 20-step averages; authors' code: their train.py (peft "
                 "LoRA r=1024 on q/k/v, gradient checkpointing) around their Triton kernels on one H200, "
-                "shared/ANCHORS.md. Peak: CUDA caching allocator's max allocated bytes in the case "
+                "benchmarks/authors/README.md. Peak: CUDA caching allocator's max allocated bytes in the case "
                 "(process max RSS on CPU).\n");
     return 0;
   } catch (const std::exception& e) {

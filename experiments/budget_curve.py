@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The token-efficiency curve of the real-model experiment (issue #15, docs/results.md): for each
+"""The token-efficiency curve of the real-model experiment (docs/results.md): for each
 method, short-context quality and long-context retrieval against training tokens, read from the
 markdown reports of `linear-ard eval compare` (the files committed in experiments/results/real).
 
@@ -17,9 +17,11 @@ unrestored models of the reports as reference lines.
 import argparse
 import re
 import sys
+from pathlib import Path
 
 from matplotlib.ticker import NullFormatter
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # plot.py
 from plot import figure_save, plt  # scripts/plot.py: matplotlib set up for files (Agg, SVG text)
 from report_tables import tables  # experiments/report_tables.py: the reports' markdown tables
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The paper's experiment at small scale (issue #7, docs/results.md), on the GPU machine:
+# The paper's experiment at small scale (docs/results-small.md), on the GPU machine:
 #   1. tokenizer (SentencePiece BPE, 8K) and a 32M-parameter LLaMA-architecture teacher pretrained at
 #      native context 512 on the Debian-package corpus (experiments/configs/pretrain_experiment.yaml): the
 #      candidates of $TEACHERS side by side, and the one that retrieves the passkey best at 512 (ties:
@@ -47,7 +47,7 @@ else
   S1=250 S2=125 SC=250 SBIG=2000 B1=8 B2=2 limit=500 samples=2 rsamples=3
   rtasks="niah_single_1 niah_multikey_1 niah_multivalue vt fwe"
   # Candidate teachers, NAME[:key=value,...] (overrides of experiments/configs/pretrain_experiment.yaml), e.g.
-  # TEACHERS="base w300:pretrain.answer_weight=300 lr2e-3:lr=2.0e-3 short:steps=5000" (docs/results.md).
+  # TEACHERS="base w300:pretrain.answer_weight=300 lr2e-3:lr=2.0e-3 short:steps=5000" (docs/results-small.md).
   TEACHERS="${TEACHERS:-base}"
 fi
 L8=$((8 * N))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The paper's Table 1 on a real model (issue #15, docs/results.md): SmolLM2-135M-Instruct scaled
+# The paper's Table 1 on a real model (docs/results.md): SmolLM2-135M-Instruct scaled
 # PI x4 (8K -> 32K), every method at the paper's 4.26M-token budget, on the GPU machine.
 #   search     each method at three learning rates (seed 0), chosen by perplexity at 2K on the
 #              validation split (training sources' held-out documents); LinearARD = stage 1 (final
@@ -38,7 +38,7 @@
 # parts: here `experiment_real_data.py build/corpus_large D`, tar D as above, `dev/gpu/device_parts.sh
 # split real_data_large.tar.xz .devdata/large`; there, one part a call, then
 #   DATA="$(dev/gpu/device_parts.sh join .devdata/large ~/linear-ard-parts | tail -1)" EXPERIMENT_DIR=~/real_large ...
-# (experiments/experiment_real_large.sh does that for the seventh pass's 1x and 16x runs.)
+# (experiments/experiment_real_large.sh does that for the large budget's 1x and 16x runs.)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -88,8 +88,8 @@ cpt=(method=cpt trainable=full ctx_len=32768 batch_size=1 steps=130 stage2.steps
 cpt_qkv=(method=cpt trainable=qkv ctx_len=32768 batch_size=1 steps=130 stage2.steps=0 stage2.warmup_steps=0)
 longred=(method=longred trainable=full ctx_len=4096 batch_size=8 steps=130 longred.max_skip=4
          stage2.steps=0 stage2.warmup_steps=0)
-# LinearARD and CPT of Q/K/V with a LoRA (r 64) on q/k/v instead of the full matrices (the fifth pass's
-# best ablation, and the same change for its strongest baseline); LinearARD's stage 2 at its own rate.
+# LinearARD and CPT of Q/K/V with a LoRA (r 64) on q/k/v instead of the full matrices (the best ablation
+# at the chosen setting, and the same change for its strongest baseline); LinearARD's stage 2 at its own rate.
 lora=(trainable=lora_qkv lora.rank=64 lora.alpha=128)
 ard_lora=("${ard[@]}" "${lora[@]}")
 cpt_qkv_lora=("${cpt_qkv[@]}" "${lora[@]}")
@@ -114,7 +114,7 @@ methods=(${METHODS:-ard cpt cpt_qkv longred})  # or ard_lora, cpt_qkv_lora
 
 # The evaluation's arguments, on the test sources (never trained on): perplexity at 2K and 8K,
 # last-word cloze and next-sentence choice (experiments/make_choice.py: a second short-text task, so that
-# Avg. and Rec. average two tasks as the paper's do; from the fifth pass on), passkey to 32K
+# Avg. and Rec. average two tasks as the paper's do), passkey to 32K
 # (`common`); RULER at 8-32K (`ruler`); both at once (`both`).
 common=(--text "$data/test.jsonl" --ctx 2048 8192 --tasks "$data/cloze.jsonl,$data/choice.jsonl" --limit 500 --quiet
         --passkey-lengths 4096 8192 16384 32768 --passkey-samples "${PASSKEY_SAMPLES:-2}")
@@ -428,7 +428,7 @@ for phase in "$@"; do
     # cell) one report per model (ruler_<model>), so that they run side by side: generation at batch 1
     # is bound by the host, not the card. REPORT_JOBS: reports at once (default four a card).
     # Every short-text report is queued before the first RULER report: when a call's time runs out,
-    # the reports left undone are RULER's, not a method's whole row (the eighth pass lost LongReD's).
+    # the reports left undone are RULER's, not a method's whole row (a call once ended with LongReD's row missing).
     J="${REPORT_JOBS:-$(( 4 * ${#gpus[@]} ))}"
     rulers=()
     for method in ${FINAL_METHODS:-ard cpt_qkv cpt longred ref}; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The large budget on the large corpus (issue #15, docs/results.md "Seventh pass"), on the GPU
+# The large budget on the large corpus (docs/results.md, "A budget sixteen times larger"), on the GPU
 # machine: one experiments/experiment_real.sh driver a card, each one method at BUDGETS x the paper's
 # 4.26M tokens (default "1 16"), then that method's reports (REPORTS=budget_split: short text beside
 # native, RULER's 3-task set), at the learning rates of the 1x search.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Builds the large English pretraining corpus (issue #15: tens of millions of DISTINCT training tokens,
-where scripts/make_corpus.py's corpus has about 4M): make_corpus.py's corpus (BASE) plus the English
-manuals, dictionaries and man pages of about fifty Debian packages that experiments/make_corpus_large.sh
-unpacks into PACKAGES/<package>/ with `apt-get download` and `dpkg-deb -x`.
+"""Builds the large English pretraining corpus (the large budget: tens of millions of DISTINCT
+training tokens, where scripts/make_corpus.py's corpus has about 4M): make_corpus.py's corpus (BASE)
+plus the English manuals, dictionaries and man pages of about fifty Debian packages that
+experiments/make_corpus_large.sh unpacks into PACKAGES/<package>/ with `apt-get download` and `dpkg-deb -x`.
 
     experiments/make_corpus_large.py BASE PACKAGES OUT_DIR [--heldout-permille 30] [--test-sources jargon gnu-standards]
 

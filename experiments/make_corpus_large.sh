@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the large English pretraining corpus (never committed; issue #15) in build/corpus_large:
+# Builds the large English pretraining corpus (never committed; docs/results.md's large budget) in build/corpus_large:
 # scripts/make_corpus.sh's corpus (build/corpus, built first when missing) plus the manuals,
 # dictionaries and man pages of the Debian packages that experiments/make_corpus_large.py lists, fetched with
 # `apt-get download` (nothing is installed) and unpacked with `dpkg-deb -x` into build/corpus_large/pkgs/.

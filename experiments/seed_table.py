@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Mean and 95 % interval over seeds of the reports of `linear-ard eval compare` (issue #15's main
-table, docs/results.md): a model named NAME_s<k> is seed k of NAME, NAME itself seed 0.
+"""Mean and 95 % interval over seeds of the reports of `linear-ard eval compare` (docs/results.md's
+main table): a model named NAME_s<k> is seed k of NAME, NAME itself seed 0.
 
     experiments/seed_table.py REPORT.md [REPORT.md ...] [--models NAME ...] [-o TABLE.md] [--plot FIGURE]
 

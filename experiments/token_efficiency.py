@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Token efficiency of LinearARD against CPT (issue #7, the paper's ~60x claim): from a
+"""Token efficiency of LinearARD against CPT (the paper's ~60x claim; docs/results-small.md): from a
 `linear-ard eval compare` report holding LinearARD runs (names starting with "ard") and CPT runs at
 several budgets (names starting with "cpt"), and the runs' training_summary.json (exact token
 budgets), finds the CPT budget whose short-context quality equals each LinearARD run's, by
@@ -17,7 +17,9 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # plot.py
 from plot import figure_save, plt  # scripts/plot.py: matplotlib set up for files (Agg, SVG text)
 
 

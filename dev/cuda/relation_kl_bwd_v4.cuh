@@ -1,5 +1,5 @@
 // Backward version 4 of dev/cuda, frozen: the library's sm_90a backward until backward version 6
-// replaced it (docs/kernel.md, "Backward version 6"), kept here unchanged but for its names
+// replaced it (CHANGELOG.md, 2026-11-28), kept here unchanged but for its names
 // (BwdWgmmaV4Tile, relation_kl_bwd_v4_kernel/_launch) so the harness times it beside 6.
 // relation_kl_bwd.cuh's algorithm with S^T = Y X^T of both models and dY += dZ^T X_s as wgmma. The
 // CTA's 8 warps are two warpgroups of 64 keys; Y and X tiles are kept in the core-matrix layout

@@ -44,7 +44,7 @@ struct FwdWgmmaV5Tile {
 // Nothing is in flight across the loop's back edge: with S(t+1) issued in one iteration and
 // waited for in the next (the plain one-tile software pipeline), ptxas serializes every wgmma
 // (C7514: it does not follow a group in flight around the loop once the update reads the other
-// accumulator set; docs/kernel.md, "Forward version 5").
+// accumulator set; CHANGELOG.md, 2026-11-28).
 template <typename T, int D>
 __global__ void __launch_bounds__(FwdWgmmaV5Tile<D>::kThreads, 1)
     relation_kl_fwd_v5_kernel(const RelationKLParams p, bool vec_s, bool vec_t) {

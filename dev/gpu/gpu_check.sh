@@ -5,14 +5,14 @@
 # compute-sanitizer memcheck on small cases, the torch-op check against PyTorch autograd
 # (FlashAttention's 2x rule, Appendix L table) and the benchmark. Logs and results go to $OUT (or
 # ./gpu_out).
-#   dev/gpu/gpu_check.sh            everything (#18's one command: checks, operator, 7B-shape and
+#   dev/gpu/gpu_check.sh            everything (one command: checks, operator, 7B-shape and
 #                                   real-model step benchmarks; one table last: dev/gpu/perf_table.py)
 #   dev/gpu/gpu_check.sh --quick    checks plus the short benchmark (n <= 16K, LLaMA-3 case)
 #   SKIP_BENCH=1 dev/gpu/gpu_check.sh   checks only
 #   dev/gpu/gpu_check.sh --iterate  reference checker and the benchmark at 4K/8K/16K only (tuning)
 #   dev/gpu/gpu_check.sh --dev      the kernel versions of dev/cuda (checked and timed; needs
 #                                   build/dev/cuda/relation_kl, from -DLINEAR_ARD_BUILD_DEV=ON)
-#   dev/gpu/gpu_check.sh --bench    the benchmarks and #18's table of the full run, without its checks
+#   dev/gpu/gpu_check.sh --bench    the benchmarks and the summary table of the full run, no checks
 #                                   (to fit a call's time limit after a separate SKIP_BENCH=1 run)
 #   dev/gpu/gpu_check.sh --restore-bench  only the restore-step benchmark (7B shape, docs/training.md)
 #   dev/gpu/gpu_check.sh --step-bench     the real model's restore step (SmolLM2-135M from
@@ -57,8 +57,8 @@ export LINEAR_ARD_LIBRARY="$build/src/ops/liblinear_ard_ops.so"
 restore_bench() {
   local b="$build/benchmarks/bench_restore_gpu" rc=0
   if [[ -x "$b" ]]; then
-    # The paper's rows (Q/K/V trainable, recompute on) with where the time goes, then issue #18's
-    # item 2: no recompute, and the authors' trainable set (LoRA r 1024 on q/k/v).
+    # The paper's rows (Q/K/V trainable, recompute on) with where the time goes, then the step
+    # without recompute, and with the authors' trainable set (LoRA r 1024 on q/k/v).
     ( "$b" --profile "$out/profile_7b" || rc=1
       "$b" --no-checkpoint-layers --cases last1:4096 || rc=1
       "$b" --trainable lora_qkv --lora-rank 1024 --cases last1:4096,all:4096 || rc=1
@@ -99,9 +99,9 @@ teacher_overlap_check() {
     echo "teacher overlap check skipped: linear-ard was not built (see $out/configure.log)"
   fi
 }
-# The benchmarks of the full run, the summary under the title $1, and #18's table last
+# The benchmarks of the full run, the summary under the title $1, and the performance table last
 # (dev/gpu/perf_table.py), read from this call's files only (an earlier call's are removed first);
-# its SmolLM2 cases add the issue's 2048 x 8.
+# its SmolLM2 cases add the table's 2048 x 8.
 benchmarks_and_table() {
   rm -f "$out/bench_relation_kl_gpu.json" "$out/bench_restore.log" "$out/step_bench/results.json"
   STEP_BENCH_CASES="${STEP_BENCH_CASES:-ard:2048:8,ard:4096:8,stage2:32768:1,cpt:32768:1}"
@@ -200,7 +200,7 @@ else
   echo "eval check skipped: linear-ard was not built (see $out/configure.log)"
 fi
 teacher_overlap_check
-# The full run ends with issue #18's figures in one table (dev/gpu/perf_table.py).
+# The full run ends with the performance figures in one table (dev/gpu/perf_table.py).
 if [[ -z "${1:-}" && -z "${SKIP_BENCH:-}" ]]; then
   benchmarks_and_table "GPU checks and benchmarks"
   exit $status

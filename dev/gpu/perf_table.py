@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #18's performance figures as one markdown table, each beside its peer, the ratio and the
+"""The project's performance figures as one markdown table, each beside its peer, the ratio and the
 target (met / missed), read from the files one `dev/gpu/gpu_check.sh` run wrote into OUT_DIR:
 
     dev/gpu/perf_table.py OUT_DIR
@@ -7,11 +7,12 @@ target (met / missed), read from the files one `dev/gpu/gpu_check.sh` run wrote 
 - bench_relation_kl_gpu.json (benchmarks/bench_relation_kl_gpu.py): the relation-KL operator's
   fwd+bwd at every n >= 4K beside torch SDPA fwd+bwd of the same run; target <= 1.3x SDPA.
 - bench_restore.log (benchmarks/bench_restore_gpu.cpp's tables): the 7B-shape restore step beside
-  the authors' trainer on the same GPU model (shared/ANCHORS.md, not rerun: H200 where gpu.txt names
-  one, else H100); last 1 layer >= 4x their tokens/s, LoRA r1024 peak <= 0.7x theirs, all 32 layers
+  the authors' trainer on the same GPU model (benchmarks/authors/README.md, not rerun: H200 where
+  gpu.txt names one, else H100); last 1 layer >= 4x their tokens/s, LoRA r1024 peak <= 0.7x theirs, all 32 layers
   >= 50x.
 - step_bench/results.json (benchmarks/bench_step_real.py): SmolLM2-135M's step beside plain PyTorch
-  of the same run; the `ard` 2048 x 8 case >= 3x the issue's 100K tokens/s.
+  of the same run; the `ard` 2048 x 8 case >= 3x 100K tokens/s, the step's speed when the real model
+  was first trained (H100, 2026-11-23).
 
 A file that is missing gives "not run" rows; one that cannot be read as its producer writes it stops
 the script with an error naming it.
@@ -25,7 +26,7 @@ import sys
 
 OPERATOR_SDPA_MAX = 1.3
 OPERATOR_MIN_N = 4096
-# The authors' trainer (their train.py, LoRA r1024 on q/k/v) by GPU model, shared/ANCHORS.md (H100
+# The authors' trainer (their train.py, LoRA r1024 on q/k/v) by GPU model, benchmarks/authors/README.md (H100
 # 2026-11-23, H200 2026-11-21): last 1 layer at 4K tokens/s and peak GiB, all 32 layers at 4K tokens/s.
 AUTHORS = {"H100": {"last1_tok_s": 2128.0, "last1_peak_gib": 40.4, "all_tok_s": 158.0},
            "H200": {"last1_tok_s": 2237.0, "last1_peak_gib": 40.4, "all_tok_s": 169.0}}
@@ -42,9 +43,9 @@ RESTORE_ROWS = [
      "all_tok_s", 50.0),
 ]
 STEP_TARGET_CASE = ("ard", 2048, 8)
-STEP_BASELINE_TOK_S = 100_000.0  # the issue's SmolLM2 restore at 2048 x 8
+STEP_BASELINE_TOK_S = 100_000.0  # SmolLM2's stage 1 at 2048 x 8 when first trained (H100, 2026-11-23)
 STEP_TARGET_X = 3.0
-STEP_TARGET = f">= {STEP_TARGET_X * STEP_BASELINE_TOK_S:,.0f} tok/s ({STEP_TARGET_X:g}x the issue's 100K)"
+STEP_TARGET = f">= {STEP_TARGET_X * STEP_BASELINE_TOK_S:,.0f} tok/s ({STEP_TARGET_X:g}x 100K)"
 RESTORE_HEADER = re.compile(r"^bench_restore_gpu: .* shape \(.*; trainable (qkv|lora_qkv r=\d+) .*"
                             r"checkpoint_layers (on|off);")
 
@@ -140,7 +141,7 @@ def restore_row(spec, runs, missing, gpu):
     """One figure of RESTORE_ROWS beside the authors' figure on `gpu`; `missing` is the ours cell when its
     run or row is absent."""
     figure, run, key, measure, anchor_key, target_x = spec
-    authors, anchor = AUTHORS[gpu][anchor_key], f"authors' trainer, {gpu} (ANCHORS.md)"
+    authors, anchor = AUTHORS[gpu][anchor_key], f"authors' trainer, {gpu} (benchmarks/authors)"
     if measure == "tok_s":
         peer, target = f"{authors:,.0f} tok/s, {anchor}", f">= {target_x:g}x tok/s"
     else:
@@ -171,7 +172,7 @@ def mfu(x):
 
 
 def step_target(case, ours):
-    """(target, result) of a case: only the issue's case has one."""
+    """(target, result) of a case: only STEP_TARGET_CASE has one."""
     if case != STEP_TARGET_CASE:
         return "-", "-"
     x = ours / STEP_BASELINE_TOK_S
@@ -228,7 +229,7 @@ def main():
     args = p.parse_args()
     if not os.path.isdir(args.out_dir):
         sys.exit(f"perf_table: {args.out_dir} is not a folder")
-    print(f"\nIssue #18 performance figures ({args.out_dir}; peers from the same run unless named otherwise)\n")
+    print(f"\nPerformance figures ({args.out_dir}; peers from the same run unless named otherwise)\n")
     print(table(args.out_dir))
 
 

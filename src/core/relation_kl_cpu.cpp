@@ -236,6 +236,97 @@ LINEAR_ARD_INLINE int64_t key_end(const Task& t) {
   return t.p->causal ? std::min(t.p->seq_len, t.row0 + t.rows) : t.p->seq_len;
 }
 
+// The forward's per-row state for kRows rows and both models (see the top of the file): running
+// maxima m, c = how many seen logits equal m, s = sum of exp(z - m) over the others (so l = c + s),
+// and B.
+template <typename T>
+struct RowStates {
+  T m_t[kRows], c_t[kRows], s_t[kRows], m_s[kRows], c_s[kRows], s_s[kRows], b[kRows];
+};
+
+// Folds one key tile's logits of row i (zt, zs: kKeys each, unseen keys at kHidden) into its state.
+template <typename T>
+LINEAR_ARD_INLINE void row_tile_fold(const T* zt, const T* zs, int i, RowStates<T>& r) {
+  T max_t = kNegInf<T>, max_s = kNegInf<T>;
+#pragma omp simd reduction(max : max_t, max_s)
+  for (int j = 0; j < kKeys; ++j) {
+    max_t = std::max(max_t, zt[j]);
+    max_s = std::max(max_s, zs[j]);
+  }
+  // The maxima skip NaN: at or below kHidden here, every logit the row sees in this tile is NaN
+  // (or -inf).
+  if (max_t <= kHidden<T> || max_s <= kHidden<T>) {
+    r.s_t[i] = std::numeric_limits<T>::quiet_NaN();
+    return;
+  }
+  const T new_m_t = std::max(r.m_t[i], max_t), new_m_s = std::max(r.m_s[i], max_s);
+  // Terms equal to 1 (at the max) are counted apart, in the tiles that hold a running max: added
+  // onto a 1 in a vector lane, the small terms would each be rounded to the 1's ulp.
+  T top_t = 0, sum_t = 0, top_s = 0, sum_s = 0, sum_b = 0;
+  if (max_t == new_m_t || max_s == new_m_s) {
+#pragma omp simd reduction(+ : top_t, sum_t, top_s, sum_s, sum_b)
+    for (int j = 0; j < kKeys; ++j) {
+      const T dt = zt[j] - new_m_t, ds = zs[j] - new_m_s;
+      const T pt = exp_fast(dt);
+      top_t += dt == T(0) ? T(1) : T(0);
+      sum_t += dt == T(0) ? T(0) : pt;
+      top_s += ds == T(0) ? T(1) : T(0);
+      sum_s += ds == T(0) ? T(0) : exp_fast(ds);
+      sum_b += pt * (dt - ds);
+    }
+  } else {
+#pragma omp simd reduction(+ : sum_t, sum_s, sum_b)
+    for (int j = 0; j < kKeys; ++j) {
+      const T dt = zt[j] - new_m_t, ds = zs[j] - new_m_s;
+      const T pt = exp_fast(dt);
+      sum_t += pt;
+      sum_s += exp_fast(ds);
+      sum_b += pt * (dt - ds);
+    }
+  }
+  // Moving to the new maxima scales the old terms by alpha and shifts each of B's brackets by
+  // (new_m_s - m_s) - (new_m_t - m_t); a row's first visible tile starts the sums afresh.
+  const T alpha_t = exp_fast(r.m_t[i] - new_m_t), alpha_s = exp_fast(r.m_s[i] - new_m_s);
+  const T l_t = r.c_t[i] + r.s_t[i];
+  r.b[i] = r.m_t[i] == kNegInf<T> ? sum_b
+                                  : alpha_t * (r.b[i] + l_t * ((new_m_s - r.m_s[i]) - (new_m_t - r.m_t[i]))) + sum_b;
+  if (new_m_t > r.m_t[i]) {
+    r.s_t[i] = alpha_t * l_t + sum_t;
+    r.c_t[i] = top_t;
+  } else {
+    r.s_t[i] += sum_t;
+    r.c_t[i] += top_t;
+  }
+  if (new_m_s > r.m_s[i]) {
+    r.s_s[i] = alpha_s * (r.c_s[i] + r.s_s[i]) + sum_s;
+    r.c_s[i] = top_s;
+  } else {
+    r.s_s[i] += sum_s;
+    r.c_s[i] += top_s;
+  }
+  r.m_t[i] = new_m_t;
+  r.m_s[i] = new_m_s;
+}
+
+// Row i's KL and both LSEs from its final state, written at index o of the outputs.
+template <typename T>
+LINEAR_ARD_INLINE void row_finish(const RowStates<T>& r, int i, const Buffers<T>& out, int64_t o) {
+  const T l_t = r.c_t[i] + r.s_t[i], l_s = r.c_s[i] + r.s_s[i];
+  if (l_t == T(0)) {  // no visible key (a seen finite logit makes c >= 1, a NaN makes s NaN)
+    out.kl[o] = T(0);
+    out.lse_teacher[o] = out.lse_student[o] = kNegInf<T>;
+    return;
+  }
+  const T lse_t = r.m_t[i] + std::log(l_t), lse_s = r.m_s[i] + std::log(l_s);
+  // log(l_s / l_t) as log1p of the exact-ish difference: l_s and l_t are both near c when peaked.
+  const T kl = r.b[i] / l_t + std::log1p(((r.c_s[i] - r.c_t[i]) + (r.s_s[i] - r.s_t[i])) / l_t);
+  const bool finite = std::isfinite(kl) && std::isfinite(lse_t) && std::isfinite(lse_s);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  out.kl[o] = finite ? kl : nan;
+  out.lse_teacher[o] = finite ? lse_t : nan;
+  out.lse_student[o] = finite ? lse_s : nan;
+}
+
 template <typename T>
 LINEAR_ARD_INLINE void forward_block(const Task& t, Workspace<T>& ws) {
   const RelationKLParams& p = *t.p;
@@ -243,12 +334,10 @@ LINEAR_ARD_INLINE void forward_block(const Task& t, Workspace<T>& ws) {
   const T scale_s = T(t.student.scale), scale_t = T(t.teacher.scale);
   load_rows(p.dtype, t.student, t.row0, t.rows, ws.x_s.data());
   load_rows(p.dtype, t.teacher, t.row0, t.rows, ws.x_t.data());
-  // Per row and model: running max m, c = how many seen logits equal m, s = sum of exp(z - m) over
-  // the others (so l = c + s); and B (see the top of the file).
-  T m_t[kRows], c_t[kRows], s_t[kRows], m_s[kRows], c_s[kRows], s_s[kRows], b[kRows];
+  RowStates<T> r;
   for (int i = 0; i < kRows; ++i) {
-    m_t[i] = m_s[i] = kNegInf<T>;
-    c_t[i] = s_t[i] = c_s[i] = s_s[i] = b[i] = T(0);
+    r.m_t[i] = r.m_s[i] = kNegInf<T>;
+    r.c_t[i] = r.s_t[i] = r.c_s[i] = r.s_s[i] = r.b[i] = T(0);
   }
   const int64_t end = key_end(t);
   for (int64_t key0 = 0; key0 < end; key0 += kKeys) {
@@ -263,86 +352,10 @@ LINEAR_ARD_INLINE void forward_block(const Task& t, Workspace<T>& ws) {
                 t.row0, key0, ws.z_t.data());
     for (int i = 0; i < t.rows; ++i) {
       if (first_visible >= causal_limit(p.causal, t.row0, i, key0)) continue;  // sees no key here
-      const T* zs = ws.z_s.data() + i * kKeys;
-      const T* zt = ws.z_t.data() + i * kKeys;
-      T max_t = kNegInf<T>, max_s = kNegInf<T>;
-#pragma omp simd reduction(max : max_t, max_s)
-      for (int j = 0; j < kKeys; ++j) {
-        max_t = std::max(max_t, zt[j]);
-        max_s = std::max(max_s, zs[j]);
-      }
-      // The maxima skip NaN: at or below kHidden here, every logit the row sees in this tile is NaN
-      // (or -inf).
-      if (max_t <= kHidden<T> || max_s <= kHidden<T>) {
-        s_t[i] = std::numeric_limits<T>::quiet_NaN();
-        continue;
-      }
-      const T new_m_t = std::max(m_t[i], max_t), new_m_s = std::max(m_s[i], max_s);
-      // Terms equal to 1 (at the max) are counted apart, in the tiles that hold a running max: added
-      // onto a 1 in a vector lane, the small terms would each be rounded to the 1's ulp.
-      T top_t = 0, sum_t = 0, top_s = 0, sum_s = 0, sum_b = 0;
-      if (max_t == new_m_t || max_s == new_m_s) {
-#pragma omp simd reduction(+ : top_t, sum_t, top_s, sum_s, sum_b)
-        for (int j = 0; j < kKeys; ++j) {
-          const T dt = zt[j] - new_m_t, ds = zs[j] - new_m_s;
-          const T pt = exp_fast(dt);
-          top_t += dt == T(0) ? T(1) : T(0);
-          sum_t += dt == T(0) ? T(0) : pt;
-          top_s += ds == T(0) ? T(1) : T(0);
-          sum_s += ds == T(0) ? T(0) : exp_fast(ds);
-          sum_b += pt * (dt - ds);
-        }
-      } else {
-#pragma omp simd reduction(+ : sum_t, sum_s, sum_b)
-        for (int j = 0; j < kKeys; ++j) {
-          const T dt = zt[j] - new_m_t, ds = zs[j] - new_m_s;
-          const T pt = exp_fast(dt);
-          sum_t += pt;
-          sum_s += exp_fast(ds);
-          sum_b += pt * (dt - ds);
-        }
-      }
-      // Moving to the new maxima scales the old terms by alpha and shifts each of B's brackets by
-      // (new_m_s - m_s) - (new_m_t - m_t); a row's first visible tile starts the sums afresh.
-      const T alpha_t = exp_fast(m_t[i] - new_m_t), alpha_s = exp_fast(m_s[i] - new_m_s);
-      const T l_t = c_t[i] + s_t[i];
-      b[i] = m_t[i] == kNegInf<T> ? sum_b
-                                  : alpha_t * (b[i] + l_t * ((new_m_s - m_s[i]) - (new_m_t - m_t[i]))) + sum_b;
-      if (new_m_t > m_t[i]) {
-        s_t[i] = alpha_t * l_t + sum_t;
-        c_t[i] = top_t;
-      } else {
-        s_t[i] += sum_t;
-        c_t[i] += top_t;
-      }
-      if (new_m_s > m_s[i]) {
-        s_s[i] = alpha_s * (c_s[i] + s_s[i]) + sum_s;
-        c_s[i] = top_s;
-      } else {
-        s_s[i] += sum_s;
-        c_s[i] += top_s;
-      }
-      m_t[i] = new_m_t;
-      m_s[i] = new_m_s;
+      row_tile_fold(ws.z_t.data() + i * kKeys, ws.z_s.data() + i * kKeys, i, r);
     }
   }
-  for (int i = 0; i < t.rows; ++i) {
-    const int64_t o = t.out_offset + t.row0 + i;
-    const T l_t = c_t[i] + s_t[i], l_s = c_s[i] + s_s[i];
-    if (l_t == T(0)) {  // no visible key (a seen finite logit makes c >= 1, a NaN makes s NaN)
-      out.kl[o] = T(0);
-      out.lse_teacher[o] = out.lse_student[o] = kNegInf<T>;
-      continue;
-    }
-    const T lse_t = m_t[i] + std::log(l_t), lse_s = m_s[i] + std::log(l_s);
-    // log(l_s / l_t) as log1p of the exact-ish difference: l_s and l_t are both near c when peaked.
-    const T kl = b[i] / l_t + std::log1p(((c_s[i] - c_t[i]) + (s_s[i] - s_t[i])) / l_t);
-    const bool finite = std::isfinite(kl) && std::isfinite(lse_t) && std::isfinite(lse_s);
-    const T nan = std::numeric_limits<T>::quiet_NaN();
-    out.kl[o] = finite ? kl : nan;
-    out.lse_teacher[o] = finite ? lse_t : nan;
-    out.lse_student[o] = finite ? lse_s : nan;
-  }
+  for (int i = 0; i < t.rows; ++i) row_finish(r, i, out, t.out_offset + t.row0 + i);
 }
 
 template <typename T>

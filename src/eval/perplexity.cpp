@@ -52,26 +52,15 @@ struct Window {
   int64_t first_target;  // first token index scored (absolute)
 };
 
-}  // namespace
-
-PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText& text, const PerplexityOptions& options) {
-  if (options.ctx_len < 2) throw std::invalid_argument("ctx_len must be at least 2");
-  const int64_t stride = options.stride > 0 ? options.stride : options.ctx_len;
-  if (stride > options.ctx_len) throw std::invalid_argument("stride must not exceed ctx_len");
-  const auto start = std::chrono::steady_clock::now();
-
-  PerplexityResult r;
-  r.ctx_len = options.ctx_len;
-  r.stride = stride;
-  r.bytes = text.bytes;
-  r.documents = static_cast<int64_t>(text.ids.size());
-
+// The windows of `text`, each scoring the tokens no earlier window of its document scored, longest
+// first (stable: document order within a length).
+std::vector<Window> windows_make(const PerplexityText& text, int64_t ctx_len, int64_t stride) {
   std::vector<Window> windows;
   for (const auto& ids : text.ids) {
     const int64_t n = static_cast<int64_t>(ids.size());
     int64_t prev_end = 0;
     for (int64_t begin = 0; begin < n; begin += stride) {
-      const int64_t end = std::min(begin + options.ctx_len, n);
+      const int64_t end = std::min(begin + ctx_len, n);
       const int64_t first = std::max(prev_end, begin + 1);
       if (end > first) windows.push_back({&ids, begin, end, first});
       prev_end = end;
@@ -81,18 +70,17 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
   std::stable_sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) {
     return a.end - a.begin > b.end - b.begin;
   });
-  r.windows = static_cast<int64_t>(windows.size());
-  if (windows.empty()) perplexity_text_check(model, text, {});
-  eval_context_warn(model, windows.front().end - windows.front().begin, "perplexity windows");
+  return windows;
+}
 
-  // Under torchrun window w is scored on rank w % world and the NLLs are gathered; every rank then
-  // sums them in window order, as one process does.
-  std::vector<size_t> mine;
-  for (size_t w = 0; w < windows.size(); ++w)
-    if (!model.distributed || model.distributed->item_owned(static_cast<int64_t>(w))) mine.push_back(w);
-  std::vector<double> nll(mine.size()), kl(options.kl_reference ? mine.size() : 0);
-  int64_t fed = 0;
-  for (const Window& win : windows) fed += win.end - win.begin;
+// The summed NLL (and KL to options.kl_reference) of the scored tokens of each window of `mine`
+// (indices into `windows`), in batches of options.batch_size windows.
+struct WindowSums {
+  std::vector<double> nll, kl;
+};
+WindowSums windows_score(const EvalModel& model, const std::vector<Window>& windows, const std::vector<size_t>& mine,
+                         const PerplexityOptions& options) {
+  WindowSums sums{std::vector<double>(mine.size()), std::vector<double>(options.kl_reference ? mine.size() : 0)};
   const auto batch = static_cast<size_t>(std::max<int64_t>(1, options.batch_size));
   EvalProgress progress("ppl@" + std::to_string(options.ctx_len), static_cast<int64_t>(mine.size()), options.progress);
   for (size_t b0 = 0; b0 < mine.size(); b0 += batch) {
@@ -111,23 +99,17 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
       const int64_t from = win.first_target - win.begin - 1;
       const int64_t count = win.end - win.first_target;
       const auto row = static_cast<int64_t>(j - b0);
-      nll[j] = scores.logprob[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
-      if (options.kl_reference) kl[j] = scores.kl[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
+      sums.nll[j] = scores.logprob[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
+      if (options.kl_reference) sums.kl[j] = scores.kl[row].narrow(0, from, count).to(torch::kDouble).sum().item<double>();
     }
     progress.advance(static_cast<int64_t>(b1 - b0), "windows");
   }
-  if (model.distributed) {
-    nll = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, nll);
-    if (options.kl_reference) kl = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, kl);
-  }
-  double kl_sum = 0;
-  for (size_t w = 0; w < windows.size(); ++w) {
-    r.nll -= nll[w];
-    r.tokens += windows[w].end - windows[w].first_target;
-    if (options.kl_reference) kl_sum += kl[w];
-  }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.tokens_per_s = r.seconds > 0 ? static_cast<double>(fed) / r.seconds : 0;
+  return sums;
+}
+
+// r.ppl, bits per byte and KL from the sums in r (nll, tokens) and `kl_sum`; a result that is not
+// finite is an error naming the model.
+void result_finish(const EvalModel& model, const PerplexityOptions& options, double kl_sum, PerplexityResult& r) {
   r.ppl = std::exp(r.nll / static_cast<double>(r.tokens));  // tokens > 0: a window scores at least one
   if (!std::isfinite(r.ppl))  // a NaN/Inf logit, or an NLL past exp's range: never a number to report
     throw std::runtime_error("model " + model.path + ": perplexity at ctx " + std::to_string(options.ctx_len) +
@@ -141,6 +123,47 @@ PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText
       throw std::runtime_error("model " + model.path + ": KL to " + options.kl_reference->path + " at ctx " +
                                std::to_string(options.ctx_len) + " is not finite: one of them computes NaN/Inf");
   }
+}
+
+}  // namespace
+
+PerplexityResult perplexity_compute(const EvalModel& model, const PerplexityText& text, const PerplexityOptions& options) {
+  if (options.ctx_len < 2) throw std::invalid_argument("ctx_len must be at least 2");
+  const int64_t stride = options.stride > 0 ? options.stride : options.ctx_len;
+  if (stride > options.ctx_len) throw std::invalid_argument("stride must not exceed ctx_len");
+  const auto start = std::chrono::steady_clock::now();
+
+  PerplexityResult r;
+  r.ctx_len = options.ctx_len;
+  r.stride = stride;
+  r.bytes = text.bytes;
+  r.documents = static_cast<int64_t>(text.ids.size());
+  const std::vector<Window> windows = windows_make(text, options.ctx_len, stride);
+  r.windows = static_cast<int64_t>(windows.size());
+  if (windows.empty()) perplexity_text_check(model, text, {});
+  eval_context_warn(model, windows.front().end - windows.front().begin, "perplexity windows");
+
+  // Under torchrun window w is scored on rank w % world and the NLLs are gathered; every rank then
+  // sums them in window order, as one process does.
+  std::vector<size_t> mine;
+  for (size_t w = 0; w < windows.size(); ++w)
+    if (!model.distributed || model.distributed->item_owned(static_cast<int64_t>(w))) mine.push_back(w);
+  int64_t fed = 0;
+  for (const Window& win : windows) fed += win.end - win.begin;
+  WindowSums sums = windows_score(model, windows, mine, options);
+  if (model.distributed) {
+    sums.nll = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, sums.nll);
+    if (options.kl_reference) sums.kl = model.distributed->items_gather(static_cast<int64_t>(windows.size()), 1, sums.kl);
+  }
+  double kl_sum = 0;
+  for (size_t w = 0; w < windows.size(); ++w) {
+    r.nll -= sums.nll[w];
+    r.tokens += windows[w].end - windows[w].first_target;
+    if (options.kl_reference) kl_sum += sums.kl[w];
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.tokens_per_s = r.seconds > 0 ? static_cast<double>(fed) / r.seconds : 0;
+  result_finish(model, options, kl_sum, r);
   return r;
 }
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "linear_ard/model/memory_fit.h"  // defines: memory_fit_check, model_config_sizes_text
-#include "linear_ard/model/weights_group.h"  // defines: weights_group_pack
+#include "linear_ard/model/weights_pack.h"  // defines: weights_group_pack
 
 namespace linear_ard::model {
 namespace {

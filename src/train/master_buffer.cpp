@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "linear_ard/model/weights_group.h"  // defines: weights_groups
+#include "linear_ard/model/weights_pack.h"  // defines: weights_groups
 
 namespace linear_ard::train {
 namespace {

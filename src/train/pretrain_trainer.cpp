@@ -12,7 +12,9 @@
 #include "linear_ard/train/pretrain_eval.h"      // defines: pretrain_evaluate
 #include "linear_ard/train/pretrain_init.h"      // defines: pretrain_folder_init
 #include "linear_ard/train/restore_objective.h"  // defines: objective_lm
-#include "run_phases.h"                          // defines: RunPlan, RunModel, run_* phases
+#include "run.h"                                 // defines: Run, run_progress_start
+#include "run_loop.h"                            // defines: run_stages
+#include "run_result.h"                          // defines: run_result_write
 
 namespace linear_ard::train {
 namespace {
@@ -48,30 +50,29 @@ json pretrain_eval_record(const RunPlan& plan, const RunModel& m, int64_t step) 
 
 void pretrain_run(const RestoreConfig& config, const SampleMaker& passkey_sample) {
   const auto run_start = std::chrono::steady_clock::now();
-  RunPlan plan = pretrain_plan(config, passkey_sample);
-  const ResumePoint resume = run_resume_find(plan);
-  RunOutputs outputs(plan, resume);
-  RunModel model(plan);
-  const RunEvaluate evaluate = [&](int64_t step) {
-    json record = pretrain_eval_record(plan, model, step);
-    outputs.append(record);
+  Run run(pretrain_plan(config, passkey_sample), run_start);
+  run.evaluate = [&run](int64_t step) {
+    json record = pretrain_eval_record(run.plan, run.model, step);
+    run.outputs.append(record);
     return record;
   };
+  const RunPlan& plan = run.plan;
   const model::ModelConfig& mc = plan.teacher.model_config;
   std::printf("pretrain: random %ld-layer model (hidden %ld, native context %ld, vocab %ld) -> %s: %ld parameters, %s %s\n",
               static_cast<long>(mc.num_hidden_layers), static_cast<long>(mc.hidden_size), static_cast<long>(plan.native()),
               static_cast<long>(mc.vocab_size), plan.config.output.c_str(),
-              static_cast<long>(model.trainables->parameter_count()), enum_name(plan.config.device), enum_name(plan.config.dtype));
-  RunProgress progress = run_progress_start(resume, evaluate);
+              static_cast<long>(run.model.trainables->parameter_count()), enum_name(plan.config.device), enum_name(plan.config.dtype));
+  run_progress_start(run);
+  RunModel& model = run.model;
   const StageLoss lm = [&model](const model::Overrides& o, const torch::Tensor& ids) {
     return objective_lm(model.ctx, o, ids, model.batch_weights);
   };
-  const std::vector<StageSpec> stages = run_stages_build(plan, model, lm);
-  if (!run_stages(plan, model, outputs, resume, stages, evaluate, progress) || !plan.main_rank) return;
+  run_stages_build(run, lm);
+  if (!run_stages(run) || !plan.main_rank) return;
 
-  run_outputs_write(plan, model, stages, progress, run_start);
-  const json& before = progress.eval_before;
-  const json& after = progress.eval_after;
+  run_result_write(run);
+  const json& before = run.progress.eval_before;
+  const json& after = run.progress.eval_after;
   std::printf("pretrain: held-out LM loss %.4f -> %.4f (perplexity %.2f -> %.2f)\n", before.value("loss_lm", 0.0),
               after.value("loss_lm", 0.0), before.value("perplexity", 0.0), after.value("perplexity", 0.0));
 }

@@ -14,7 +14,9 @@
 #include "linear_ard/train/metrics_log.h"         // defines: progress_break
 #include "linear_ard/train/restore_eval.h"        // defines: restore_evaluate
 #include "linear_ard/train/restore_objective.h"   // defines: objective_ard, objective_lm, objective_longred
-#include "run_phases.h"                           // defines: RunPlan, RunModel, run_* phases
+#include "run.h"                                  // defines: Run, run_progress_start
+#include "run_loop.h"                             // defines: run_stages
+#include "run_result.h"                           // defines: run_result_write
 
 namespace linear_ard::train {
 namespace {
@@ -114,23 +116,20 @@ void restore_header_print(const RunPlan& plan, const RunModel& m) {
 
 void restore_run(const RestoreConfig& config) {
   const auto run_start = std::chrono::steady_clock::now();
-  RunPlan plan = restore_plan(config);
-  const ResumePoint resume = run_resume_find(plan);
-  RunOutputs outputs(plan, resume);
-  RunModel model(plan);
-  const RunEvaluate evaluate = [&](int64_t step) {
-    json record = restore_eval_record(plan, model, step);
-    outputs.append(record);
+  Run run(restore_plan(config), run_start);
+  run.evaluate = [&run](int64_t step) {
+    json record = restore_eval_record(run.plan, run.model, step);
+    run.outputs.append(record);
     return record;
   };
-  restore_header_print(plan, model);
-  RunProgress progress = run_progress_start(resume, evaluate);
-  const std::vector<StageSpec> stages = run_stages_build(plan, model, restore_stage1_loss(plan, model));
-  if (!run_stages(plan, model, outputs, resume, stages, evaluate, progress) || !plan.main_rank) return;
+  restore_header_print(run.plan, run.model);
+  run_progress_start(run);
+  run_stages_build(run, restore_stage1_loss(run.plan, run.model));
+  if (!run_stages(run) || !run.plan.main_rank) return;
 
-  run_outputs_write(plan, model, stages, progress, run_start);
-  const json& before = progress.eval_before;
-  const json& after = progress.eval_after;
+  run_result_write(run);
+  const json& before = run.progress.eval_before;
+  const json& after = run.progress.eval_after;
   std::printf("restore: relation loss %.4f -> %.4f, logit KL %.4f -> %.4f, attention KL %.4f -> %.4f\n",
               before.value("relation_loss", 0.0), after.value("relation_loss", 0.0), before.value("logit_kl", 0.0),
               after.value("logit_kl", 0.0), before.value("attention_kl", 0.0), after.value("attention_kl", 0.0));

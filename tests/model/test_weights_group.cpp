@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "linear_ard/model/llama_weights.h"
-#include "linear_ard/model/weights_group.h"  // defines: weights_group_pack, weights_linear_group
+#include "linear_ard/model/weights_group.h"  // defines: weights_linear_group
+#include "linear_ard/model/weights_pack.h"   // defines: weights_groups, weights_group_pack
 #include "tiny_config.h"                     // defines: tiny_config
 
 namespace {

@@ -16,7 +16,7 @@ struct DenseRelationKL {
   at::Tensor dy_s;  // undefined for a self-relation
 };
 
-// Evaluates the contract of ARCHITECTURE.md ("The operator's contract") densely in `dtype`
+// Evaluates the contract of docs/architecture.md ("The operator's contract") densely in `dtype`
 // (kDouble for the oracle; the inputs' own dtype for the same-dtype baseline of the tolerance rule).
 DenseRelationKL relation_kl_dense(const at::Tensor& x_s, const std::optional<at::Tensor>& y_s,
                                   const at::Tensor& x_t, const std::optional<at::Tensor>& y_t,

@@ -73,7 +73,7 @@ at::Tensor key_mask_make(const Case& c) {
   return mask;
 }
 
-// The rule of ARCHITECTURE.md (from FlashAttention): the op's error against the fp64 oracle may not
+// The rule of docs/architecture.md (from FlashAttention): the op's error against the fp64 oracle may not
 // exceed twice the error of a dense PyTorch implementation in the inputs' dtype. The floor covers a
 // baseline that happens to be exact (for fp64 inputs it is the oracle itself): fp32 accumulation
 // over n <= 97 keys of O(10) logits stays within ~1e-5 of the largest value; fp64 accumulation

@@ -1,7 +1,7 @@
 """Data files end to end through the `linear-ard` binary: one reading rule for `eval ppl`, `restore`
 and `pretrain` (the same documents as .jsonl, a .json array of objects or of strings, under another
 `field`, nested), and clean errors naming file, line and field for empty, too short and malformed
-text (issues 16, 17 and 19). docs/reliability.md lists the cases.
+text. docs/reliability.md lists the cases.
 
     LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_data_files.py
 """

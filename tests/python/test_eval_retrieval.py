@@ -1,4 +1,4 @@
-"""`linear-ard eval passkey` on a model that has learnt to retrieve (issue #6: a model that sees the
+"""`linear-ard eval passkey` on a model that has learnt to retrieve (a model that sees the
 needle answers it, one that has not does not).
 
 A tiny LLaMA (2 layers, hidden 64) is trained here with transformers for a few hundred steps on

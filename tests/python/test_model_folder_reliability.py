@@ -1,4 +1,4 @@
-"""Reliability of the commands that load a model folder (issue 16): `linear-ard inspect`, `eval ppl`,
+"""Reliability of the commands that load a model folder (docs/reliability.md): `linear-ard inspect`, `eval ppl`,
 `eval tasks` and `restore` on malformed model folders and task files generated from the CI model
 models/demo, one test id per generated case and command.
 

@@ -1,4 +1,4 @@
-"""dev/gpu/perf_table.py: issue #18's one table from a fake gpu_check.sh OUT folder whose files are
+"""dev/gpu/perf_table.py: the performance figures' one table from a fake gpu_check.sh OUT folder whose files are
 laid out as their producers write them (bench_relation_kl_gpu.py's JSON, bench_restore_gpu's printf
 tables, bench_step_real.py's results.json); its numbers and met / missed, "not run" rows for missing
 files, errors naming a malformed file. Where LINEAR_ARD_BUILD_DIR holds bench_restore_gpu, its --tiny
@@ -102,7 +102,7 @@ def test_numbers_and_targets(tmp_path):
     assert not any("n = 1K" in f for f in rows)
     last1 = rows["7B restore step, last 1 layer, 4K (QKV, recompute)"]
     assert last1["ours"] == f"{4096 / 0.455:,.0f} tok/s"
-    assert "2,128 tok/s" in last1["peer"] and "ANCHORS.md" in last1["peer"]
+    assert "2,128 tok/s" in last1["peer"] and "benchmarks/authors" in last1["peer"]
     assert last1["ours / peer"] == f"{round(4096 / 0.455) / 2128:.2f}x" and last1["result"] == "met"
     no_recompute = rows["7B restore step, last 1 layer, 4K (QKV, no recompute)"]
     assert no_recompute["ours / peer"] == f"{round(4096 / 0.359) / 2128:.2f}x" and no_recompute["result"] == "met"

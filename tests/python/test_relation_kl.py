@@ -73,7 +73,7 @@ def _operand(batch, heads, n, d, dtype, sequence_major, requires_grad, device):
 
 
 def _tolerance(baseline_error, reference, dtype):
-    """ARCHITECTURE.md's rule (from FlashAttention): no worse than twice a dense PyTorch
+    """docs/architecture.md's rule (from FlashAttention): no worse than twice a dense PyTorch
     implementation in the inputs' dtype. The floor covers a baseline that happens to be exact (for
     fp64 inputs it is the oracle itself): fp32 accumulation over n <= 97 keys of O(10) logits stays
     within ~1e-5 of the largest value; fp64 accumulation (fp64 inputs) within ~1e-13, so 1e-10."""
@@ -187,7 +187,7 @@ def test_bad_inputs_name_the_argument(argument, overrides):
 
 
 # Peaked self-relations (unit-scale inputs, d = 64..256: the diagonal logit |x|^2/sqrt(d) ~ sqrt(d)
-# dominates each row), student = teacher + noise, fp32. ARCHITECTURE.md's rule with the fp64
+# dominates each row), student = teacher + noise, fp32. docs/architecture.md's rule with the fp64
 # oracle and the same computation in dense fp32 PyTorch as the baseline; the floor is one fp32 unit
 # of the largest KL, so the rule itself decides.
 PEAKED_CASES = [(d, n) for d in (64, 128, 256) for n in (97, 1025)]

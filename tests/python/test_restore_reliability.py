@@ -1,4 +1,4 @@
-"""Reliability of `linear-ard restore` (issue 16): what a demanding user throws at the trainer.
+"""Reliability of `linear-ard restore` (docs/reliability.md): what a demanding user throws at the trainer.
 
 Malformed or suspicious configs (a key given twice, a misspelt rope key, factor < 1, a context too
 short to train on, warmup longer than the run), bad teachers (already RoPE-scaled, NaN weights), a

@@ -1,6 +1,6 @@
 // The relation-KL operator on raw pointers (no libtorch): params struct and entry points.
 //
-// For each batch b and head h (ARCHITECTURE.md, "The operator's contract"):
+// For each batch b and head h (docs/architecture.md, "The operator's contract"):
 //   Z_m = scale_m * X_m Y_m^T + M,  R_m = softmax_rows(Z_m),  m in {student, teacher}
 //   M(i,j) = -inf where key j is padding or (causal) j > i
 //   kl[i]  = sum_j R_t(i,j) (log R_t(i,j) - log R_s(i,j)),  0 for a row with no visible key

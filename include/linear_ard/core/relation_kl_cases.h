@@ -52,7 +52,7 @@ std::vector<RelationKLSingleKeyCase> relation_kl_single_key_cases();
 int relation_kl_single_key_prepare(RelationKLProblem& problem, int64_t only_visible_key);
 
 // The timed cases. CUDA: B = 1, H = 32, d = 128, causal bf16 self-relation (the benchmark's shape,
-// ANCHORS.md), n = 1K..16K. CPU: B = 1, H = 4, d = 64, causal fp32, n = 512..4096.
+// benchmarks/authors/README.md), n = 1K..16K. CPU: B = 1, H = 4, d = 64, causal fp32, n = 512..4096.
 std::vector<RelationKLProblemSpec> relation_kl_perf_cases(bool cuda);
 
 // The paper's Appendix L problem: B = 1, H = 4, d = 64, causal self-relation, student = teacher +

@@ -1,9 +1,7 @@
-// Linear modules one GEMM computes together: a layer's q/k/v projections and its gate/up
-// projections read the same input, so their weights, stacked by rows, make one larger (and on a GPU
-// one faster) matrix product instead of three or two small ones.
+// weights_linear_group: the linear modules of a group (weights_pack.h: a layer's q/k/v, its
+// gate/up) computed by one GEMM over their stacked weights.
 #pragma once
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -12,14 +10,6 @@
 #include "linear_ard/model/llama_weights.h"
 
 namespace linear_ard::model {
-
-// The groups of one layer's modules, by HF names: {q_proj, k_proj, v_proj} and {gate_proj, up_proj}.
-std::vector<std::vector<std::string>> weights_groups(int64_t layer);
-
-// Packs each group's weights (and biases, where every module of the group has one) back to back in
-// one storage, replacing the map's tensors by views of it with the same names, shapes and values;
-// a group whose tensors differ in dtype, device or columns, or are already packed, is left as is.
-void weights_group_pack(const ModelConfig& config, std::map<std::string, torch::Tensor>& tensors);
 
 // The outputs of weights_linear for each module of `modules`, all reading x, side by side along
 // the last dimension ([..., sum of the modules' output features], in the order given), computed by

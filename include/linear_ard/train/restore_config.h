@@ -1,6 +1,6 @@
 // RestoreConfig: every setting of `linear-ard restore` (and `linear-ard pretrain`), read from YAML
 // plus `key=value` overrides, validated with errors naming the key, and written back (defaults
-// filled in) as resolved YAML. One field table in restore_config.cpp defines each key once: its
+// filled in) as resolved YAML. One field table in restore_config_fields.cpp defines each key once: its
 // parser, its YAML emitter, the unknown-key errors and the docs' key list (restore_config_keys).
 #pragma once
 

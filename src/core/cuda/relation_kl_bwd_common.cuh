@@ -20,7 +20,7 @@
 //   the CTA is padding or past n.
 // A macro, not a function returning a struct: the kernels' generated code stays what it was (a
 // struct moved the prologue's instructions and changed the mma.sync kernel's registers, 248 -> 242
-// at D = 128; docs/kernel.md).
+// at D = 128; CHANGELOG.md, 2026-11-25).
 #define LINEAR_ARD_BWD_PROLOGUE(T, BN, BM, P, ZP)                                                       \
   T* sYs = reinterpret_cast<T*>(smem_raw);                                                                \
   T* sYt = sYs + BN * P;                                                                                   \

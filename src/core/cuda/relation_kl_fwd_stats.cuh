@@ -50,7 +50,7 @@ __device__ __forceinline__ void quad_max(float& mx_t, float& mx_s) {
 
 // Version 2's online update of the row statistics by one key tile, on logits z (overwritten: scaled
 // into log2 units, hidden ones set to kFwdHidden on masked tiles). The non-finite rule and the
-// masked-row guards are version 2's; docs/kernel.md ("Forward") says why each is there. A copy of
+// masked-row guards are version 2's; docs/kernel.md ("What every tensor-core kernel shares") says why. A copy of
 // version 2's tile lambda (relation_kl_fwd.cuh), as fwd_pipe_store is of its end: moving them out
 // of the mma.sync kernel would touch its generated code, which the other versions are measured against.
 template <bool kMasked, int NT>

@@ -208,7 +208,7 @@ void fwd_tma_launch_groups(const RelationKLParams& p) {
 
 // From this length on the library's forward runs three consumer warpgroups (version 10: on one
 // H200, B = 1, H = 32, causal bf16: at d = 128 5-6 % faster than 9 at 8K and 9 % at 16K, but 1-3 %
-// slower at 4K; at d = 64 3-6 % faster from 8K, equal at 4K; docs/kernel.md, "Forward version 10").
+// slower at 4K; at d = 64 3-6 % faster from 8K, equal at 4K; dev/cuda/README.md, version 10).
 constexpr int64_t kFwdThreeGroupsFrom = 8192;
 
 // The library's: forward version 10 from kFwdThreeGroupsFrom keys on, version 9 below.

@@ -1,5 +1,5 @@
 // The forward on warpgroup MMA (sm_90a only; the default forward there for bf16/fp16, D <= 128:
-// dev/cuda forward version 6, promoted 2026-11-28, docs/kernel.md "Forward versions 6 and 7").
+// dev/cuda forward version 6, promoted 2026-11-28; dev/cuda/README.md has versions 6 and 7).
 // FlashAttention-3's forward scheme on 64-key wgmma tiles: a producer warp streams the key tiles
 // into a ring of shared-memory stages (mbarriers "full" and "empty" per stage, no CTA barrier in the
 // loop); two consumer warpgroups of 64 rows each take turns at the tensor cores (named barriers,

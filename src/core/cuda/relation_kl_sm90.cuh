@@ -351,7 +351,7 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
 // seconds in all, where a real wait lasts microseconds) the kernel traps, so that a phase
 // bookkeeping error (or a producer that died) shows as a launch failure (an unspecified launch failure
 // at the next synchronisation) instead of a hung process. Cheap: the first try is inline, the
-// counting retry loop out of line (SASS, docs/kernel.md).
+// counting retry loop out of line (in SASS: SYNCS.PHASECHK.TRANS64.TRYWAIT inline, the loop apart).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 #ifdef LINEAR_ARD_SM90A
   const uint32_t addr = smem_u32(bar);

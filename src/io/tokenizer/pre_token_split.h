@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "pre_tokenizer.h"
+#include "pre_token.h"
 
 namespace linear_ard::io {
 

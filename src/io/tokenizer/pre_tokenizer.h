@@ -8,13 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace linear_ard::io {
+#include "pre_token.h"
 
-struct PreToken {
-  std::string text;
-  // Whether the piece begins at byte 0 of the encoded input (Metaspace's prepend_scheme "first").
-  bool starts_input = false;
-};
+namespace linear_ard::io {
 
 class PreTokenizer {
  public:

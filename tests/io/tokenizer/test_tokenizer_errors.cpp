@@ -107,7 +107,7 @@ TEST(TokenizerErrors, UnsupportedComponentsAreNamed) {
   expect_contains(error_of([&] { BpeTokenizer t(path); }), "continuing_subword_prefix");
 }
 
-// Issue 14: a Qwen2-style tokenizer.json (NFC normalizer, regex Split, ByteLevel without regex)
+// A Qwen2-style tokenizer.json (NFC normalizer, regex Split, ByteLevel without regex)
 // used to fail at load with 'unsupported normalizer type "NFC"'.
 TEST(TokenizerErrors, QwenStylePipelineLoads) {
   ScratchFolder dir;
