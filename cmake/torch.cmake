@@ -34,5 +34,8 @@ message(STATUS "linear-ard: libtorch from ${_linear_ard_torch_prefix}")
 # against a newer libstdc++ whose layouts differ from the system one our inline code uses. Whichever
 # library comes first in a binary's NEEDED list wins those symbols, so every libtorch user links
 # this target, which puts libstdc++ first (else e.g. std::filesystem::remove_all crashes).
+# OpenMP too: libtorch is built with it, and ATen's inline at::parallel_for runs in parallel only
+# where _OPENMP is defined (one setting for every libtorch user, which the shared precompiled
+# header of cmake/torch_pch.cmake also needs).
 add_library(linear_ard_torch INTERFACE)
-target_link_libraries(linear_ard_torch INTERFACE stdc++ ${TORCH_LIBRARIES})
+target_link_libraries(linear_ard_torch INTERFACE stdc++ ${TORCH_LIBRARIES} OpenMP::OpenMP_CXX)

@@ -40,7 +40,9 @@ else
   cli="$build_dir/src/cli/linear-ard"
   python="$LINEAR_ARD_PYTHON"
 fi
+source "$root/scripts/timing.sh"
 start=$(date +%s)
+mark=$(linear_ard_mark)
 teacher="${DEMO_TEACHER:-$("$python" scripts/import_gguf.py --default-model)}"
 "$cli" inspect "$teacher"
 
@@ -73,9 +75,12 @@ for f in "$teacher"/*; do ln -s "$(realpath "$f")" "$out/scaled/"; done
 rm "$out/scaled/config.json"
 cp "$out/restored/model/config.json" "$out/scaled/config.json"
 
-# The evaluation text, cut to its first ppl_tokens tokens' worth of documents on a CPU.
+# The evaluation text, cut to its first ppl_tokens tokens' worth of documents on a CPU. Passkey with
+# the reference prompt (no answer lead: docs/eval.md), the prompt of the paper and of docs/results.md.
 "$python" scripts/demo_text.py "$test_text" "$out/eval/test.jsonl" --tokens "$ppl_tokens"
 "$cli" eval compare "$teacher" "$out/scaled" "$out/restored/model" --names native scaled restored --kl-to native \
-  --text "$out/eval/test.jsonl" --ctx "$ppl_ctx" "${passkey[@]}" --quiet -o "$out/eval/compare"
+  --text "$out/eval/test.jsonl" --ctx "$ppl_ctx" "${passkey[@]}" --passkey-no-answer-lead --quiet \
+  -o "$out/eval/compare"
 echo "demo: restore + evaluation took $(( $(date +%s) - start )) s"
 "$python" scripts/demo_report.py "$out"
+linear_ard_report "demo run (import, restore, evaluation)" "$mark"

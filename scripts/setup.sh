@@ -5,7 +5,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-apt_packages=(cmake g++ make python3-venv libgtest-dev libgmock-dev nlohmann-json3-dev
+apt_packages=(cmake g++ make ninja-build python3-venv libgtest-dev libgmock-dev nlohmann-json3-dev
               libyaml-cpp-dev libcli11-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev)
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -13,5 +13,10 @@ build_dir="${BUILD_DIR:-build}"
 # Every layer is required here: a missing library fails instead of leaving its tests out.
 "$root/scripts/build.sh" --require-all "$build_dir"
 source "$root/scripts/env.sh"
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
-LINEAR_ARD_BUILD_DIR="$root/$build_dir" "$LINEAR_ARD_PYTHON" -m pytest -q tests/python
+source "$root/scripts/timing.sh"
+linear_ard_timed "ctest" ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
+# pytest on every core (pytest-xdist): a file's tests stay together on one worker, so the expensive
+# module fixtures (a trained tiny teacher, an lm-eval run) are built once; the slowest tests are
+# listed at the end.
+LINEAR_ARD_BUILD_DIR="$root/$build_dir" linear_ard_timed "pytest" \
+  "$LINEAR_ARD_PYTHON" -m pytest -q -n "$(nproc)" --dist loadfile --durations=15 tests/python
