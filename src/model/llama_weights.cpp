@@ -94,7 +94,9 @@ std::optional<WeightsMismatch> llama_weights_unexpected(const ModelConfig& c,
                                          std::to_string(c.num_hidden_layers) + " gives layers 0 to " +
                                          std::to_string(c.num_hidden_layers - 1) +
                                          ": the weights hold more layers than the config"};
-      if (layer_tensor_known(m[2].str())) continue;
+      const std::string suffix = m[2].str();
+      const bool qk_norm = suffix == "self_attn.q_norm.weight" || suffix == "self_attn.k_norm.weight";
+      if (layer_tensor_known(suffix) || (qk_norm && model_config_qk_norm(c))) continue;  // Qwen3's per-head norms
     }
     return WeightsMismatch{name, "unexpected tensor " + name + ": no tensor of that name is part of a " +
                                      c.model_type + " model (LLaMA-family layout)"};

@@ -163,7 +163,7 @@ TEST(RestoreConfig, KeyListCoversEveryEmittedKey) {
     EXPECT_FALSE(k.doc.empty()) << k.key;
     EXPECT_NE(table.find("| `" + k.key + "`"), std::string::npos) << k.key;
   }
-  EXPECT_NE(table.find("| `lr` (alias `learning_rate`) | `2e-05` |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `lr` (alias `learning_rate`) | `2.0e-05` |"), std::string::npos) << table;
 }
 
 }  // namespace
