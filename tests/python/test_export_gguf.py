@@ -17,6 +17,7 @@ import json
 import random
 import shutil
 import subprocess
+import sys
 
 import gguf
 import numpy as np
@@ -31,6 +32,7 @@ from test_eval import binary
 
 TEXT = "The model restores its relations; the student reads 12 positions, then 345 more. é"
 GGML = {"bf16": T.BF16, "f16": T.F16, "q8_0": T.Q8_0}
+sys.path.insert(0, str(ROOT / "scripts"))  # import_gguf.py imports gguf_config.py beside it
 _spec = importlib.util.spec_from_file_location("import_gguf", ROOT / "scripts" / "import_gguf.py")
 import_gguf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(import_gguf)
