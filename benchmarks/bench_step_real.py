@@ -203,6 +203,10 @@ def run_ours(case, args, npy, workdir):
                 f"batch_size={case['batch']}", "grad_accum=1", f"steps={args.warmup + args.steps + args.profile_steps}",
                 "lr=1e-5", "warmup_steps=0", "stage2.steps=0", "stage2.warmup_steps=0", "eval_every=0",
                 "log_every=1000", "weight_decay=0", "clip_grad_norm=5.0", "layers=last:1",
+                # The steps alone are timed, on the peer's blocks: the file's order after the one
+                # validation block held out (block 0), no passkey, the last step's weights.
+                "data_shuffle=0", "val_blocks=1", "val_passkey.samples=0",
+                "select.criterion=last",
                 f"student_rope.factor={args.factor}", "dtype=auto" if not args.tiny else "dtype=fp32"]
     if kind == "ard":
         settings += ["method=ard", "trainable=qkv"]

@@ -7,10 +7,11 @@ write, so they can be restyled by editing this script or by calling its function
     scripts/plot.py compare REPORT.json [-o REPORT]                      # eval compare -o REPORT
     scripts/plot.py tasks RESULTS.json... [--names a b] [-o OUT]         # eval tasks / lm-eval results
     scripts/plot.py diagnose OUT/diagnose.json [-o OUT/diagnose]          # diagnose -o OUT
+    scripts/plot.py tune OUT/tune.json [-o OUT/tune]                      # tune
 
 `linear-ard restore|pretrain` draw OUT/training_curves.{png,svg}, `linear-ard eval compare -o
-REPORT` draws REPORT.{png,svg} and `linear-ard diagnose -o OUT` OUT/diagnose.{png,svg} with this
-script when they finish (not with LINEAR_ARD_NO_PLOT=1).
+REPORT` draws REPORT.{png,svg}, `linear-ard diagnose -o OUT` OUT/diagnose.{png,svg} and
+`linear-ard tune` OUT/tune.{png,svg} with this script when they finish (not with LINEAR_ARD_NO_PLOT=1).
 
 Every series is drawn with markers (a one-point series shows), step axes have integer ticks and no
 offset notation, each held-out metric gets its own axes (a curve near zero is not flattened by one
@@ -281,6 +282,40 @@ def diagnose_figure(report):
     return fig
 
 
+def tune_figure(t):
+    """`tune`'s figure: each scored trial's chosen validation, KL to native against mean passkey
+    accuracy (the choice's two criteria; the winner and the final run marked), or its KL alone when
+    the runs measured no retrieval."""
+    scored = [r for r in t["trials"] if isinstance(r.get("chosen"), dict) and "val_kl" in r["chosen"]]
+    if not scored:
+        raise ValueError("the report holds no scored trial")
+    winner = t["trials"][t["winner"]]["name"] if "winner" in t else None
+    fig, (ax,) = _grid(1, width=7.0, height=4.2)
+    if all("passkey_mean" in r["chosen"] for r in scored):
+        for r in scored:
+            c = r["chosen"]
+            won = r["name"] == winner
+            ax.scatter([c["val_kl"]], [100 * c["passkey_mean"]], marker="*" if won else "o", s=160 if won else 40,
+                       color="C1" if won else "C0")
+            ax.annotate(" ".join(r["settings"]) or r["name"], (c["val_kl"], 100 * c["passkey_mean"]), fontsize=7,
+                        xytext=(4, 4), textcoords="offset points")
+        final = t.get("final", {}).get("chosen")
+        if isinstance(final, dict) and "passkey_mean" in final:
+            ax.scatter([final["val_kl"]], [100 * final["passkey_mean"]], marker="D", color="C2",
+                       label="the winner's full run")
+            ax.legend(fontsize=8)
+        ax.set_ylabel("mean passkey accuracy (%)")
+        _axes_finish(ax, "tune: each trial's chosen validation (winner: star)", "KL to native (nats / token)",
+                     integer_x=False)
+    else:
+        _bars(ax, [" ".join(r["settings"]) or r["name"] for r in scored],
+              [("val KL", [r["chosen"]["val_kl"] for r in scored])], "KL to native (nats / token)",
+              f"tune: each trial's chosen validation (winner: {winner})")
+        ax.tick_params(axis="x", labelrotation=20, labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def tasks_figure(names, reports):
     fig, (ax,) = _grid(1, width=max(6.0, 1.2 * (len(_tasks_order(reports[0])) + 1)))
     tasks_panel(ax, names, reports)
@@ -317,6 +352,9 @@ def main(argv=None):
     diagnose = sub.add_parser("diagnose", help="diagnose's JSON report")
     diagnose.add_argument("report")
     diagnose.add_argument("-o", "--output", help="output stem (default: the report without .json)")
+    tune = sub.add_parser("tune", help="tune's tune.json")
+    tune.add_argument("report")
+    tune.add_argument("-o", "--output", help="output stem (default: the report without .json)")
     args = parser.parse_args(argv)
     try:
         if args.command == "curves":
@@ -326,8 +364,8 @@ def main(argv=None):
                 chosen = json.loads(summary.read_text()).get("validation", {}).get("chosen_step")
             fig = curves_figure(metrics_read(args.metrics), chosen)
             stem = args.output or str(Path(args.metrics).with_name("training_curves"))
-        elif args.command in ("compare", "diagnose"):
-            figure = compare_figure if args.command == "compare" else diagnose_figure
+        elif args.command in ("compare", "diagnose", "tune"):
+            figure = {"compare": compare_figure, "diagnose": diagnose_figure, "tune": tune_figure}[args.command]
             fig = figure(json.loads(Path(args.report).read_text()))
             stem = args.output or str(Path(args.report).with_suffix(""))
         else:

@@ -15,6 +15,13 @@
 
 namespace linear_ard::cli {
 
+void restore_with_followers(const train::RestoreConfig& config) {
+  const auto tensorboard = tensorboard_follow_start(config.output, config.tensorboard);
+  train::restore_run(config, eval::restore_passkey_validator());
+  if (tensorboard) tensorboard->finish();
+  plot_training_curves(config.output);
+}
+
 void command_restore_register(CLI::App& app) {
   auto config_path = std::make_shared<std::string>();
   auto overrides = std::make_shared<std::vector<std::string>>();
@@ -36,10 +43,7 @@ void command_restore_register(CLI::App& app) {
     const train::RestoreConfig config = train::restore_config_load(*config_path, *overrides);
     if (config.pretrain.enabled())
       throw std::invalid_argument("config key 'pretrain' belongs to `linear-ard pretrain`, not restore");
-    const auto tensorboard = tensorboard_follow_start(config.output, config.tensorboard);
-    train::restore_run(config, eval::restore_passkey_validator());
-    if (tensorboard) tensorboard->finish();
-    plot_training_curves(config.output);
+    restore_with_followers(config);
   });
 }
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   linear_ard::cli::command_inspect_register(app);
   linear_ard::cli::command_diagnose_register(app);
   linear_ard::cli::command_restore_register(app);
+  linear_ard::cli::command_tune_register(app);
   linear_ard::cli::command_pretrain_register(app);
   linear_ard::cli::command_tokenizer_train_register(app);
   linear_ard::cli::command_eval_register(app);

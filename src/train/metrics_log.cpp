@@ -36,6 +36,31 @@ int64_t memory_peak_bytes(const torch::Device& device) {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+MemoryNow memory_now(const torch::Device& device) {
+#ifdef LINEAR_ARD_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    const auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    return {stats.allocated_bytes[all].current, stats.reserved_bytes[all].current};
+  }
+#endif
+  (void)device;
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  const int64_t bytes = static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+  return {bytes, bytes};
+}
+
+void memory_cache_release(const torch::Device& device) {
+#ifdef LINEAR_ARD_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+  (void)device;
+}
+
 namespace {
 
 // Whether an in-place progress line is on screen and needs a newline before other output.

@@ -128,7 +128,8 @@ ObjectiveLoss objective_lm(const ObjectiveContext& ctx, const model::Overrides& 
       model::lm_head_loss(*ctx.weights, student, s.last_hidden_state.narrow(1, 0, n - 1), ids.narrow(1, 1, n - 1), w);
   ObjectiveLoss out;
   out.total = lm.loss;
-  out.parts["loss_lm"] = lm.token_ce.mean().to(torch::kDouble);
+  // The plain next-token loss: the optimised one itself when no token weighs more (bit for bit).
+  out.parts["loss_lm"] = (w.defined() ? lm.token_ce.mean() : lm.loss.detach()).to(torch::kDouble);
   return out;
 }
 

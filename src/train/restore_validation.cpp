@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "linear_ard/train/metrics_log.h"   // defines: progress_break
+#include "linear_ard/train/metrics_log.h"   // defines: progress_break, memory_cache_release, memory_now
 #include "linear_ard/train/native_kl.h"     // defines: native_kl_evaluate
 #include "linear_ard/train/restore_eval.h"  // defines: restore_evaluate
 
@@ -58,6 +58,12 @@ json restore_validation_record(const Run& run, const RunValidator& validator, in
   if (validator && !plan.passkey_lengths.empty())
     record.update(validator({m.weights, plan.student_config, m.student_rope, overrides, plan.device, plan.dtype,
                              plan.config.teacher, plan.passkey_lengths, plan.config.val_passkey, step, stage}));
+  // The passkey's decode graphs leave private memory pools the training steps cannot reuse: handed
+  // back here, and the memory after each validation recorded, so that growth across validations shows.
+  memory_cache_release(plan.device);
+  const MemoryNow memory = memory_now(plan.device);
+  record["memory_bytes"] = memory.allocated;
+  record["memory_reserved_bytes"] = memory.reserved;
   validation_print(record);
   return record;
 }

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "linear_ard/io/hf_folder.h"       // defines: hf_folder_save
-#include "linear_ard/io/json_file.h"       // defines: json_file_write
+#include "linear_ard/io/json_file.h"       // defines: json_file_write, json_file_read
 #include "linear_ard/train/metrics_log.h"  // defines: memory_peak_bytes
 
 namespace linear_ard::train {
@@ -95,11 +95,28 @@ json summary_make(const Run& run, const std::string& model_dir) {
   return summary;
 }
 
+// Whether an attempt of this run killed after its last write left the model the selection chooses:
+// the weight files go only after model/ and training_summary.json (which names the chosen step) are
+// written, so a chosen step without its file and a summary naming that step mean nothing is left to do.
+bool written_before(const Run& run, const fs::path& out) {
+  const std::optional<size_t> chosen = run.selection.chosen();
+  const fs::path summary = out / "training_summary.json";
+  if (!chosen || run.selection.chosen_kept() || !fs::exists(summary) || !fs::is_directory(out / "model")) return false;
+  const json written = io::json_file_read(summary.string());
+  return written.is_object() && written.contains("validation") &&
+         written["validation"].value("chosen_step", json()) == run.selection.records()[*chosen].at("step");
+}
+
 }  // namespace
 
 void run_result_write(Run& run) {
   const RunPlan& plan = run.plan;
   const fs::path out(plan.config.output);
+  if (written_before(run, out)) {
+    std::printf("%s: model/ and training_summary.json were written before the run stopped; nothing left to do\n",
+                plan.name.c_str());
+    return;
+  }
   run.selection.chosen_load(*run.model.trainables);
   // The trained folder: the checkpoint's tensors with the trained ones (LoRA merged) in its dtype,
   // the student's RoPE in config.json, the teacher's tokenizer and generation config.

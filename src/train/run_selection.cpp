@@ -95,6 +95,11 @@ bool RunSelection::chosen_load(TrainableSet& trainables) const {
   return true;
 }
 
+bool RunSelection::chosen_kept() const {
+  const std::optional<size_t> i = chosen();
+  return i && kept_[*i];
+}
+
 void RunSelection::files_remove() const {
   if (active_) fs::remove_all(folder_);
 }

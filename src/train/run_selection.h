@@ -36,6 +36,8 @@ class RunSelection {
   // Loads the chosen weights into `trainables` (rank 0, at the end of a run); false when there is
   // no validation to choose from, leaving them as they are.
   bool chosen_load(TrainableSet& trainables) const;
+  // Whether the chosen record's weight file is on disk (false when nothing is chosen).
+  bool chosen_kept() const;
   // Removes the weight files (after the model is written).
   void files_remove() const;
 

@@ -46,9 +46,10 @@ std::optional<size_t> validation_select(const std::vector<json>& records, Select
   return chosen;
 }
 
-std::string validation_select_why(const std::vector<json>& records, size_t chosen, Select criterion, double margin) {
+std::string validation_select_why(const std::vector<json>& records, size_t chosen, Select criterion, double margin,
+                                  const std::string& noun) {
   const json& r = records[chosen];
-  if (criterion == Select::kLast) return "the last validation (select.criterion last)";
+  if (criterion == Select::kLast) return "the last of the " + noun + " (select.criterion last)";
   bool passkey = false;
   double best = 0;
   size_t count = 0;
@@ -56,9 +57,9 @@ std::string validation_select_why(const std::vector<json>& records, size_t chose
     if (has_passkey(x)) passkey = true, best = std::max(best, passkey_of(x));
   for (const json& x : records) count += !passkey || criterion == Select::kKl || eligible(x, best, margin);
   std::string text = "the lowest val_kl (" + number(r.at("val_kl").get<double>()) + ") of ";
-  if (criterion == Select::kKl || !passkey) return text + "the " + std::to_string(records.size()) + " validations";
-  return text + "the " + std::to_string(count) + " of " + std::to_string(records.size()) +
-         " validations whose passkey_mean is within " + number(margin) + " of the best (" + number(best) + ")";
+  if (criterion == Select::kKl || !passkey) return text + "the " + std::to_string(records.size()) + " " + noun;
+  return text + "the " + std::to_string(count) + " of " + std::to_string(records.size()) + " " + noun +
+         " whose passkey_mean is within " + number(margin) + " of the best (" + number(best) + ")";
 }
 
 }  // namespace linear_ard::train

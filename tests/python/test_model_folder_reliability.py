@@ -490,11 +490,11 @@ def test_output_inside_the_model_or_over_an_input_is_refused(tmp_path, text, tas
 
 
 @pytest.mark.parametrize("args,message", [
-    (("restor", "x.yaml"), "unknown command 'restor' (commands: inspect, diagnose, restore, pretrain, tokenizer-train, eval, "
+    (("restor", "x.yaml"), "unknown command 'restor' (commands: inspect, diagnose, restore, tune, pretrain, tokenizer-train, eval, "
                            "export-gguf); did you mean 'restore'?"),
     (("eval", "pll", "m"), "unknown eval command 'pll' (eval commands: ppl, tasks, passkey, ruler, compare, requests); "
                            "did you mean 'ppl'?"),
-    (("frobnicate",), "unknown command 'frobnicate' (commands: inspect, diagnose, restore, pretrain, tokenizer-train, eval, "
+    (("frobnicate",), "unknown command 'frobnicate' (commands: inspect, diagnose, restore, tune, pretrain, tokenizer-train, eval, "
                    "export-gguf)\n"),
 ])
 def test_unknown_command_is_named_with_the_valid_ones(args, message):

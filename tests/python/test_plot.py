@@ -173,6 +173,35 @@ def test_diagnose_command_line_writes_png_and_svg(tmp_path):
     assert r.returncode == 1 and "no scaling" in r.stderr and not (tmp_path / "bad.png").exists()
 
 
+def tune_report(passkey):
+    """A tune.json: three trials (one failed), the second the winner, and the final run."""
+    def chosen(kl, pk):
+        return {"step": 4, "val_kl": kl, **({"passkey_mean": pk} if passkey else {})}
+    return {"trials": [
+        {"name": "trial-00", "settings": ["lr=1e-3"], "status": "ok", "chosen": chosen(0.5, 0.4)},
+        {"name": "trial-01", "settings": ["lr=3e-3"], "status": "ok", "chosen": chosen(0.3, 0.6)},
+        {"name": "trial-02", "settings": ["lr=1e-2"], "status": "failed", "error": "diverged"}],
+        "winner": 1, "final": {"chosen": chosen(0.2, 0.7)}}
+
+
+@pytest.mark.parametrize("passkey", [True, False])
+def test_tune_figure_places_each_scored_trial(passkey, tmp_path):
+    fig = plot.tune_figure(tune_report(passkey))
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    if passkey:
+        points = [tuple(c.get_offsets()[0]) for c in ax.collections]
+        assert points == [(0.5, 40.0), (0.3, 60.0), (0.2, 70.0)]
+        assert [t.get_text() for t in ax.texts] == ["lr=1e-3", "lr=3e-3"]
+    else:
+        assert [round(p.get_height(), 6) for p in ax.patches] == [0.5, 0.3]
+        assert "winner: trial-01" in ax.get_title()
+    report = tmp_path / "tune.json"
+    report.write_text(json.dumps(tune_report(passkey)))
+    r = subprocess.run([sys.executable, str(SCRIPT), "tune", str(report)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "tune.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (tmp_path / "tune.svg").exists()
+
+
 def test_tasks_figure_reads_lm_eval_results_without_our_section():
     """lm-eval's own results JSON (no linear_ard section): tasks in name order, acc."""
     theirs = {"results": {"piqa": {"acc,none": 0.7, "acc_norm,none": 0.72}, "arc_easy": {"acc,none": 0.5}}}

@@ -60,7 +60,8 @@ def config(tmp_path_factory):
     path.write_text(yaml.safe_dump({
         "teacher": str(teacher), "student_rope": {"rope_type": "linear", "factor": 2}, "data": [str(root / "ids.npy")],
         "ctx_len": CTX, "steps": 3, "eval_every": 1, "stage2": {"steps": 2}, "lr": 1e-3, "device": "cpu",
-        "dtype": "fp32"}))
+        # 192 tokens of data: two validation blocks; no passkey (its prompt needs more than 32 positions).
+        "dtype": "fp32", "val_blocks": 2, "val_passkey": {"samples": 0}}))
     return path
 
 

@@ -25,8 +25,9 @@ std::optional<size_t> validation_select(const std::vector<nlohmann::json>& recor
 bool validation_ranks_before(const nlohmann::json& a, const nlohmann::json& b);
 
 // Why validation_select chose records[chosen]: "the lowest val_kl (0.3187) of the 4 of 7
-// validations whose passkey_mean is within 0.1 of the best (0.65)".
+// validations whose passkey_mean is within 0.1 of the best (0.65)"; `noun` names the records (tune's
+// are trials).
 std::string validation_select_why(const std::vector<nlohmann::json>& records, size_t chosen, Select criterion,
-                                  double margin);
+                                  double margin, const std::string& noun = "validations");
 
 }  // namespace linear_ard::train

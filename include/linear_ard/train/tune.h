@@ -1,0 +1,52 @@
+// tune: the recipe search of `linear-ard tune` (docs/tune.md). Short trials of a restore config over
+// a declared grid of settings (objective, trainable set, learning rate, ...), each on a fraction of
+// the config's steps and scored on the run's own validation split (KL to the native model with the
+// config's retrieval rule), then the full run of the winner. Every trial and the final run are
+// restore runs in folders of their own, resumed where an earlier attempt stopped.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "linear_ard/train/restore_config.h"
+
+namespace linear_ard::train {
+
+// One axis of the grid: a restore config key and the values the trials give it (as YAML, the way a
+// key=value override reads them).
+struct TuneAxis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+// "KEY=V1,V2,..." (a list in brackets stays one value: "data=[a.jsonl,b.jsonl]" is not split)
+// -> an axis. Throws std::invalid_argument naming the spec: no '=', an empty value, a key given twice
+// across `specs`, or a key the trials set themselves (steps, output, resume, overwrite, ...).
+std::vector<TuneAxis> tune_grid_parse(const std::vector<std::string>& specs);
+
+// Every combination of the axes' values, in order (the last axis varies fastest), as key=value
+// overrides; one empty combination for an empty grid.
+std::vector<std::vector<std::string>> tune_grid_expand(const std::vector<TuneAxis>& grid);
+
+struct TuneOptions {
+  std::string config_path;
+  std::vector<std::string> overrides;  // key=value for every trial and the final run
+  std::vector<TuneAxis> grid;
+  double trial_fraction = 0.25;        // of each stage's steps (at least 1 a stage that has steps)
+  bool final_run = true;               // run the winner at the config's full steps
+  // Runs one restore (the CLI's: the run, its TensorBoard follower and its plots).
+  std::function<void(const RestoreConfig&)> restore;
+};
+
+// Runs (or resumes) the trials in OUTPUT/trials/, chooses the winner and runs it in OUTPUT/restored/
+// (OUTPUT: the config's `output`), writing OUTPUT/tune.json and OUTPUT/tune.md as it goes. A trial
+// that fails (diverges, runs out of memory) is reported and left out of the choice; a signal stops
+// the tune (rerunning the command resumes it). Returns tune.json's content. Throws
+// std::invalid_argument for a bad grid or config (before any trial runs) and std::runtime_error when
+// every trial failed.
+nlohmann::json tune_run(const TuneOptions& options);
+
+}  // namespace linear_ard::train

@@ -1,0 +1,77 @@
+// tune_report: tune.json as Markdown.
+#include "tune_report.h"
+
+#include <cstdio>
+
+namespace linear_ard::train {
+namespace {
+
+using nlohmann::json;
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string settings_text(const json& settings) {
+  std::string text;
+  for (const json& s : settings) text += (text.empty() ? "" : " ") + ("`" + s.get<std::string>() + "`");
+  return text.empty() ? "(the config as given)" : text;
+}
+
+// "4096: 60 %, 8192: 45 %" from a validation record's passkey map.
+std::string passkey_text(const json& chosen) {
+  if (!chosen.is_object() || !chosen.contains("passkey")) return "-";
+  std::string text;
+  for (const auto& [length, accuracy] : chosen["passkey"].items())
+    text += (text.empty() ? "" : ", ") + length + ": " + fixed(100 * accuracy.get<double>(), 0) + " %";
+  return text;
+}
+
+// One table row: name, settings, tokens, the validation the run's model is, status.
+std::string row(const std::string& name, const json& settings, const json& r) {
+  const json& c = r.value("chosen", json());
+  const bool scored = c.is_object() && c.contains("val_kl");
+  std::string status = r.value("status", "");
+  if (r.contains("error")) status += ": " + r["error"].get<std::string>().substr(0, 160);
+  return "| " + name + " | " + settings_text(settings) + " | " + std::to_string(r.value("tokens", int64_t{0})) + " | " +
+         (scored ? std::to_string(c.value("step", int64_t{0})) : "-") + " | " +
+         (scored ? fixed(c["val_kl"].get<double>(), 4) : "-") + " | " +
+         (scored && c.contains("passkey_mean") ? fixed(100 * c["passkey_mean"].get<double>(), 1) + " %" : "-") + " | " +
+         passkey_text(c) + " | " + status + " |\n";
+}
+
+}  // namespace
+
+std::string tune_markdown(const json& t) {
+  const json& plan = t["plan"];
+  std::string md = "# tune: " + plan["config"].get<std::string>() + "\n\n";
+  int64_t tokens = 0;
+  for (const json& r : t["trials"]) tokens += r.value("tokens", int64_t{0});
+  md += std::to_string(t["trials"].size()) + " trials, each " + fixed(100 * plan["trial_fraction"].get<double>(), 0) +
+        " % of the config's steps, " + std::to_string(tokens) + " tokens in all; scored on the run's validation split: " +
+        "select.criterion " + t["select"]["criterion"].get<std::string>() + " (passkey margin " +
+        fixed(t["select"]["passkey_margin"].get<double>(), 2) + ") over each trial's chosen validation.\n\n";
+  md += "| trial | settings | tokens | step chosen | val KL | passkey mean | passkey by length | status |\n"
+        "|---|---|---:|---:|---:|---:|---|---|\n";
+  for (const json& r : t["trials"]) md += row(r["name"].get<std::string>(), r["settings"], r);
+  if (t.contains("winner")) {
+    const json& w = t["trials"][t["winner"].get<size_t>()];
+    md += "\n**Winner: " + w["name"].get<std::string>() + "** (" + settings_text(w["settings"]) + "): " +
+          t["why"].get<std::string>() + ".\n";
+    if (w["chosen"].value("step", int64_t{-1}) == 0)
+      md += "\nThe winner keeps its validation before training (step 0): no trial lowered the validation KL "
+            "below the unrestored model's, so the choice among them is a tie. Widen the grid (a lower learning "
+            "rate, another trainable set or objective) or give the trials more steps.\n";
+  }
+  if (t.contains("final")) {
+    md += "\nThe winner's full run, `" + t["final"]["folder"].get<std::string>() + "` (its model in `model/`):\n\n" +
+          "| run | settings | tokens | step chosen | val KL | passkey mean | passkey by length | status |\n"
+          "|---|---|---:|---:|---:|---:|---|---|\n" +
+          row("final", t["trials"][t["winner"].get<size_t>()]["settings"], t["final"]);
+  }
+  return md;
+}
+
+}  // namespace linear_ard::train

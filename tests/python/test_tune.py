@@ -1,0 +1,147 @@
+"""`linear-ard tune`: short restore trials over a grid, the winner by the runs' own validation, then
+the winner's full run. The choice is checked against a recomputation from each trial's
+metrics.jsonl (the lowest validation KL, select.criterion kl), not against tune's own arithmetic;
+a rerun resumes (nothing trains again); bad grids are refused before anything is written.
+
+    LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_tune.py
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_restore import binary  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "models" / "demo"
+CTX = 64
+STEPS = 6
+GRID = ("--grid", "lr=1e-4,3e-3", "--grid", "trainable=qkv,lora_qkv")
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    """The demo model (a small trained LLaMA) scaled PI x8: the KL to native is large enough that
+    the trials' settings tell apart. select.criterion last: each trial keeps its last validation
+    (tune then compares the trials by kl_passkey, here the lowest KL since there is no passkey)."""
+    root = tmp_path_factory.mktemp("tune")
+    path = root / "config.yaml"
+    path.write_text(yaml.safe_dump({
+        "teacher": str(DEMO), "student_rope": {"rope_type": "linear", "factor": 8},
+        "data": [str(ROOT / "data" / "demo" / "restore.jsonl")], "ctx_len": CTX, "steps": STEPS, "warmup_steps": 2,
+        "eval_every": 2, "val_blocks": 2, "val_ctx_len": 128, "val_passkey": {"samples": 0},
+        "select": {"criterion": "last"}, "lora": {"rank": 8}, "device": "cpu", "dtype": "fp32",
+        "tensorboard": False, "log_every": 100}))
+    return root, path
+
+
+def tune(config, *args):
+    return subprocess.run([str(binary()), "tune", str(config), *args], capture_output=True, text=True, timeout=600)
+
+
+def evals(folder):
+    return [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if json.loads(line).get("eval")]
+
+
+@pytest.fixture(scope="module")
+def tuned(config):
+    root, path = config
+    out = root / "out"
+    r = tune(path, f"output={out}", *GRID, "--trial-fraction", "0.5")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out, r
+
+
+def test_the_winner_has_the_lowest_validation_kl_and_runs_in_full(tuned):
+    out, r = tuned
+    t = json.loads((out / "tune.json").read_text())
+    names = [f"trial-{i:02d}" for i in range(4)]
+    assert [x["name"] for x in t["trials"]] == names
+    assert [x["settings"] for x in t["trials"]] == [
+        ["lr=1e-4", "trainable=qkv"], ["lr=1e-4", "trainable=lora_qkv"],
+        ["lr=3e-3", "trainable=qkv"], ["lr=3e-3", "trainable=lora_qkv"]]
+    best = {}
+    for name in names:
+        folder = out / "trials" / name
+        records = evals(folder)
+        # Half the steps and half the interval: validations at 0, 1, 2, 3.
+        assert [e["step"] for e in records] == [0, 1, 2, 3]
+        best[name] = records[-1]["val_kl"]
+        resolved = yaml.safe_load((folder / "resolved_config.yaml").read_text())
+        assert resolved["steps"] == STEPS // 2
+    winner = min(names, key=lambda n: (best[n], names.index(n)))
+    assert t["trials"][t["winner"]]["name"] == winner
+    assert t["trials"][t["winner"]]["chosen"]["val_kl"] == best[winner]
+    # The trials differ: the choice is not a tie broken by order.
+    assert len({round(v, 9) for v in best.values()}) == 4
+    settings = t["trials"][t["winner"]]["settings"]
+    resolved = yaml.safe_load((out / "restored" / "resolved_config.yaml").read_text())
+    assert resolved["steps"] == STEPS
+    for s in settings:
+        key, value = s.split("=")
+        assert resolved[key] == (float(value) if key == "lr" else value), (key, resolved[key])
+    assert (out / "restored" / "model" / "model.safetensors").exists()
+    summary = json.loads((out / "restored" / "training_summary.json").read_text())
+    assert t["final"]["tokens"] == summary["tokens_trained"] == STEPS * CTX
+    assert sum(x["tokens"] for x in t["trials"]) == 4 * (STEPS // 2) * CTX
+    md = (out / "tune.md").read_text()
+    assert f"**Winner: {winner}**" in md and all(f"`{s}`" in md for s in settings)
+    assert f"**Winner: {winner}**" in r.stdout
+
+
+def test_a_rerun_resumes_without_training_again(config, tuned):
+    _, path = config
+    out, _ = tuned
+    winner = json.loads((out / "tune.json").read_text())["winner"]
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*/*/metrics.jsonl")}
+    before[out / "restored" / "metrics.jsonl"] = (out / "restored" / "metrics.jsonl").stat().st_mtime_ns
+    r = tune(path, f"output={out}", *GRID, "--trial-fraction", "0.5")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(before) == 5 and {p: p.stat().st_mtime_ns for p in before} == before
+    assert "restore:" not in r.stdout  # no run started
+    assert json.loads((out / "tune.json").read_text())["winner"] == winner
+
+
+def test_a_grid_that_never_beats_the_unrestored_model_says_so(config):
+    """select kl keeps each trial's lowest validation; on this model a few steps of relation
+    distillation raise the KL to native, so every trial keeps step 0 and the report says the choice
+    is a tie."""
+    root, path = config
+    out = root / "step0"
+    r = tune(path, f"output={out}", "select.criterion=kl", "--grid", "lr=1e-4,3e-3", "--trial-fraction", "0.5",
+             "--no-final")
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = json.loads((out / "tune.json").read_text())
+    steps = [x["chosen"]["step"] for x in t["trials"]]
+    assert steps == [0, 0] and "final" not in t and not (out / "restored").exists()
+    assert all(min(e["val_kl"] for e in evals(out / "trials" / x["name"])) == evals(out / "trials" / x["name"])[0]["val_kl"]
+               for x in t["trials"])
+    assert "no trial lowered the validation KL" in (out / "tune.md").read_text()
+
+
+def test_another_plan_in_the_same_output_is_refused(config, tuned):
+    _, path = config
+    out, _ = tuned
+    r = tune(path, f"output={out}", "--grid", "lr=1e-3")
+    assert r.returncode == 1
+    assert "tune.json" in r.stderr and "overwrite=true" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("grid,message", [
+    ("steps=2,4", "key 'steps' is set by tune itself"),
+    ("lr", "expected KEY=V1,V2"),
+    ("lr=1e-3,", "an empty value"),
+    ("no_such_key=1,2", "unknown config key 'no_such_key'"),
+])
+def test_a_bad_grid_is_refused_before_anything_is_written(config, tmp_path, grid, message):
+    _, path = config
+    out = tmp_path / "out"
+    r = tune(path, f"output={out}", "--grid", grid)
+    assert r.returncode in (1, 2), r.stdout + r.stderr
+    assert message in r.stderr, r.stderr
+    assert not out.exists()
