@@ -1,6 +1,6 @@
 """linear_ard: LinearARD in Python.
 
-* :func:`restore`, :func:`diagnose`, :func:`evaluate` -- the `linear-ard` command's runs, returning
+* :func:`restore`, :func:`tune`, :func:`diagnose`, :func:`evaluate` -- the `linear-ard` command's runs, returning
   their results as Python objects (``api.py``; docs/python.md);
 * :func:`relation_kl` -- per-row KL between teacher and student relation distributions, and
   :func:`relation_loss` -- the paper's Q/Q, K/K, V/V relation-distillation loss: the exact
@@ -9,7 +9,7 @@
 * the lm-evaluation-harness model ``linear-ard`` (``lm_eval_model.py``, ``lm_eval_cli.py``).
 """
 
-from .api import RestoreResult, RunError, diagnose, evaluate, restore
+from .api import RestoreResult, RunError, diagnose, evaluate, restore, tune
 
 _OPERATORS = ("relation_kl", "relation_loss")
 
@@ -28,4 +28,4 @@ def __getattr__(name):
     return globals()[name]
 
 
-__all__ = ["restore", "diagnose", "evaluate", "RestoreResult", "RunError", *_OPERATORS]
+__all__ = ["restore", "tune", "diagnose", "evaluate", "RestoreResult", "RunError", *_OPERATORS]

@@ -1,4 +1,4 @@
-"""The Python API over the `linear-ard` command: restore, diagnose, evaluate.
+"""The Python API over the `linear-ard` command: restore, tune, diagnose, evaluate.
 
 Each call runs the installed binary (the same engine, configs and outputs as the command line;
 progress goes to stderr as on the command line) and returns what the run wrote, read back from its
@@ -80,6 +80,27 @@ def restore(config, **overrides):
     return RestoreResult(output=out, model=out / "model", config=yaml.safe_load((out / "resolved_config.yaml").read_text()),
                          metrics=_jsonl(out / "metrics.jsonl"),
                          summary=json.loads(summary.read_text()) if summary.exists() else {})
+
+
+def tune(config, grid, *, trial_fraction=0.25, final=True, **overrides):
+    """`linear-ard tune CONFIG key=value... --grid KEY=V1,V2 ...`: short trials of each combination of
+    `grid` ({key: [values]}, docs/tune.md), the winner by the runs' validation, then its full run
+    (unless `final` is false). `config` and `overrides` as for restore. Returns OUTPUT/tune.json as a
+    dict: the trials (settings, tokens, the validation each keeps), the winner's index and why, and
+    the final run (its folder under "final"; the restored model is its model/)."""
+    import yaml
+    args = []
+    for key, values in grid.items():
+        args += ["--grid", f"{key}=" + ",".join(v if isinstance(v, str) else json.dumps(v) for v in values)]
+    args += ["--trial-fraction", trial_fraction] + ([] if final else ["--no-final"])
+    with tempfile.TemporaryDirectory(prefix="linear-ard-config-") as tmp:
+        if isinstance(config, dict):
+            path = Path(tmp) / "config.yaml"
+            path.write_text(yaml.safe_dump(config))
+            config = path
+        _run(["tune", config, *_override_args(overrides), *args])
+        out = Path(overrides["output"]) if "output" in overrides else Path(yaml.safe_load(Path(config).read_text())["output"])
+    return json.loads((out / "tune.json").read_text())
 
 
 def diagnose(teacher, *, length, text, output, scalings=None):

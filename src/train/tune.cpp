@@ -56,12 +56,13 @@ std::string file_text(const std::string& path) {
   return text.str();
 }
 
-// What makes two tunes the same: the config's text, the overrides, the grid and the fraction.
+// What makes two tunes the same: the config's text (wherever the file is), the overrides, the grid
+// and the fraction.
 json plan_of(const TuneOptions& o) {
   json grid = json::array();
   for (const TuneAxis& a : o.grid) grid.push_back({{"key", a.key}, {"values", a.values}});
-  return {{"config", o.config_path}, {"config_text", file_text(o.config_path)}, {"overrides", o.overrides},
-          {"grid", grid}, {"trial_fraction", o.trial_fraction}};
+  return {{"config_text", file_text(o.config_path)}, {"overrides", o.overrides}, {"grid", grid},
+          {"trial_fraction", o.trial_fraction}};
 }
 
 // OUTPUT for this plan: new, or a tune of the same plan (resumed); a tune of another plan is replaced
@@ -158,7 +159,7 @@ json tune_run(const TuneOptions& o) {
   }
   const json plan = plan_of(o);
   output_claim(out, plan, base.overwrite);
-  json t = {{"plan", plan}, {"output", out.string()}, {"select", {{"criterion", enum_name(base.select.criterion)},
+  json t = {{"config", o.config_path}, {"plan", plan}, {"output", out.string()}, {"select", {{"criterion", enum_name(base.select.criterion)},
                                         {"passkey_margin", base.select.passkey_margin}}},
             {"trials", json::array()}};
   for (size_t i = 0; i < trials.size(); ++i) {

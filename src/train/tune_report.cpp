@@ -46,7 +46,7 @@ std::string row(const std::string& name, const json& settings, const json& r) {
 
 std::string tune_markdown(const json& t) {
   const json& plan = t["plan"];
-  std::string md = "# tune: " + plan["config"].get<std::string>() + "\n\n";
+  std::string md = "# tune: " + t["config"].get<std::string>() + "\n\n";
   int64_t tokens = 0;
   for (const json& r : t["trials"]) tokens += r.value("tokens", int64_t{0});
   md += std::to_string(t["trials"].size()) + " trials, each " + fixed(100 * plan["trial_fraction"].get<double>(), 0) +

@@ -56,3 +56,23 @@ def test_failed_run_raises_run_error_with_the_error_line(tmp_path, monkeypatch):
         linear_ard.restore({"teacher": str(ROOT / "models" / "demo"), "student_rope": {"rope_type": "linear",
                             "factor": 2}, "data": [str(ROOT / "data" / "demo" / "restore.jsonl")],
                             "output": str(tmp_path / "o")}, steps=-1)
+
+
+def test_tune_returns_its_report_and_a_second_call_resumes(tmp_path, monkeypatch):
+    """Two trials of two steps on the demo model, no final run: the dict returned is tune.json, and
+    the same call again (its config written to another temporary file) reads the trials back."""
+    monkeypatch.setenv("LINEAR_ARD_BINARY", str(binary()))
+    sys.path.insert(0, str(ROOT / "python"))
+    import linear_ard
+    config = {"teacher": str(ROOT / "models" / "demo"), "student_rope": {"rope_type": "linear", "factor": 8},
+              "data": [str(ROOT / "data" / "demo" / "restore.jsonl")], "ctx_len": 64, "steps": 4,
+              "val_blocks": 2, "val_ctx_len": 128, "val_passkey": {"samples": 0}, "device": "cpu", "dtype": "fp32",
+              "tensorboard": False, "output": str(tmp_path / "tune")}
+    got = linear_ard.tune(config, {"lr": [1e-4, 3e-3]}, trial_fraction=0.5, final=False)
+    assert got == json.loads((tmp_path / "tune" / "tune.json").read_text())
+    assert [t["settings"] for t in got["trials"]] == [["lr=0.0001"], ["lr=0.003"]]
+    assert got["winner"] in (0, 1) and "final" not in got
+    metrics = tmp_path / "tune" / "trials" / "trial-00" / "metrics.jsonl"
+    stamp = metrics.stat().st_mtime_ns
+    again = linear_ard.tune(config, {"lr": [1e-4, 3e-3]}, trial_fraction=0.5, final=False)
+    assert again["winner"] == got["winner"] and metrics.stat().st_mtime_ns == stamp
