@@ -64,7 +64,9 @@ def restore_config(root, teacher, name, data, **more):
 def losses(out):
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     summary = json.loads((out / "training_summary.json").read_text())
-    return [(r["step"], r["loss"]) for r in records if not r.get("eval")], summary["eval_before"]
+    # The validation's memory figures are the process's own, not the data's.
+    before = {k: v for k, v in summary["eval_before"].items() if k not in ("memory_bytes", "memory_reserved_bytes")}
+    return [(r["step"], r["loss"]) for r in records if not r.get("eval")], before
 
 
 def same_documents(root, texts):
