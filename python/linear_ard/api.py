@@ -52,6 +52,22 @@ def _jsonl(path):
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+def _run_config(command, config, overrides, args=()):
+    """`linear-ard COMMAND CONFIG key=value... ARGS...` for a config-driven command (restore, tune):
+    `config` a YAML file or a dict of its keys (written to a temporary file for the run). Returns
+    the run's output folder (the `output` override, else the config's)."""
+    import yaml
+    with tempfile.TemporaryDirectory(prefix="linear-ard-config-") as tmp:
+        if isinstance(config, dict):
+            path = Path(tmp) / "config.yaml"
+            path.write_text(yaml.safe_dump(config))
+            config = path
+        _run([command, config, *_override_args(overrides), *args])
+        if "output" in overrides:
+            return Path(overrides["output"])
+        return Path(yaml.safe_load(Path(config).read_text())["output"])
+
+
 @dataclass
 class RestoreResult:
     output: Path             # the run's folder
@@ -66,16 +82,7 @@ def restore(config, **overrides):
     (written to a temporary YAML file). Keyword arguments are overrides (docs/restore.md's keys;
     a dict value sets sub-keys). Returns a RestoreResult."""
     import yaml
-    with tempfile.TemporaryDirectory(prefix="linear-ard-config-") as tmp:
-        if isinstance(config, dict):
-            path = Path(tmp) / "config.yaml"
-            path.write_text(yaml.safe_dump(config))
-            config = path
-        _run(["restore", config, *_override_args(overrides)])
-        if "output" in overrides:
-            out = Path(overrides["output"])
-        else:
-            out = Path(yaml.safe_load(Path(config).read_text())["output"])
+    out = _run_config("restore", config, overrides)
     summary = out / "training_summary.json"
     return RestoreResult(output=out, model=out / "model", config=yaml.safe_load((out / "resolved_config.yaml").read_text()),
                          metrics=_jsonl(out / "metrics.jsonl"),
@@ -88,18 +95,11 @@ def tune(config, grid, *, trial_fraction=0.25, final=True, **overrides):
     (unless `final` is false). `config` and `overrides` as for restore. Returns OUTPUT/tune.json as a
     dict: the trials (settings, tokens, the validation each keeps), the winner's index and why, and
     the final run (its folder under "final"; the restored model is its model/)."""
-    import yaml
     args = []
     for key, values in grid.items():
         args += ["--grid", f"{key}=" + ",".join(v if isinstance(v, str) else json.dumps(v) for v in values)]
     args += ["--trial-fraction", trial_fraction] + ([] if final else ["--no-final"])
-    with tempfile.TemporaryDirectory(prefix="linear-ard-config-") as tmp:
-        if isinstance(config, dict):
-            path = Path(tmp) / "config.yaml"
-            path.write_text(yaml.safe_dump(config))
-            config = path
-        _run(["tune", config, *_override_args(overrides), *args])
-        out = Path(overrides["output"]) if "output" in overrides else Path(yaml.safe_load(Path(config).read_text())["output"])
+    out = _run_config("tune", config, overrides, args)
     return json.loads((out / "tune.json").read_text())
 
 

@@ -29,6 +29,10 @@ std::string passkey_text(const json& chosen) {
   return text;
 }
 
+const char* const kTableHead =
+    "| run | settings | tokens | step chosen | val KL | passkey mean | passkey by length | status |\n"
+    "|---|---|---:|---:|---:|---:|---|---|\n";
+
 // One table row: name, settings, tokens, the validation the run's model is, status.
 std::string row(const std::string& name, const json& settings, const json& r) {
   const json& c = r.value("chosen", json());
@@ -53,8 +57,7 @@ std::string tune_markdown(const json& t) {
         " % of the config's steps, " + std::to_string(tokens) + " tokens in all; scored on the run's validation split: " +
         "select.criterion " + t["select"]["criterion"].get<std::string>() + " (passkey margin " +
         fixed(t["select"]["passkey_margin"].get<double>(), 2) + ") over each trial's chosen validation.\n\n";
-  md += "| trial | settings | tokens | step chosen | val KL | passkey mean | passkey by length | status |\n"
-        "|---|---|---:|---:|---:|---:|---|---|\n";
+  md += kTableHead;
   for (const json& r : t["trials"]) md += row(r["name"].get<std::string>(), r["settings"], r);
   if (t.contains("winner")) {
     const json& w = t["trials"][t["winner"].get<size_t>()];
@@ -66,9 +69,7 @@ std::string tune_markdown(const json& t) {
             "rate, another trainable set or objective) or give the trials more steps.\n";
   }
   if (t.contains("final")) {
-    md += "\nThe winner's full run, `" + t["final"]["folder"].get<std::string>() + "` (its model in `model/`):\n\n" +
-          "| run | settings | tokens | step chosen | val KL | passkey mean | passkey by length | status |\n"
-          "|---|---|---:|---:|---:|---:|---|---|\n" +
+    md += "\nThe winner's full run, `" + t["final"]["folder"].get<std::string>() + "` (its model in `model/`):\n\n" + kTableHead +
           row("final", t["trials"][t["winner"].get<size_t>()]["settings"], t["final"]);
   }
   return md;
