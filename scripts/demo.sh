@@ -16,7 +16,8 @@
 #   CPU: a short stage 1 on the bundled KJV sample (data/demo/), evaluated on its held-out chapters.
 # Environment (all optional):
 #   BUILD_DIR (default build), DEMO_OUT (default BUILD_DIR/demo), DEMO_SEED (default 0: the seed of
-#   the data order and the initialisation), DEMO_STEPS and DEMO_PPL_TOKENS (a shorter CPU setting: CI);
+#   the data order and the initialisation), DEMO_STEPS and DEMO_PPL_TOKENS (a shorter CPU setting: CI),
+#   DEMO_SET (more restore settings, key=value separated by spaces, after the config's and the demo's);
 #   for a machine without network access: LINEAR_ARD_CLI (a built binary; nothing is built),
 #   DEMO_TEACHER (the imported model folder), DEMO_DATA (a folder with scripts/corpus_split.py's
 #   train/val/test.jsonl).
@@ -59,13 +60,15 @@ if "$python" -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; th
 else
   # CPU: stage 1 only, short blocks, on the bundled KJV sample (why these settings: docs/restore.md);
   # the run's own validation kept small: 4 blocks, before and after training, no passkey.
-  settings=(data="[data/demo/restore.jsonl]" ctx_len=256 batch_size=1 steps="${DEMO_STEPS:-60}" lr=1.0e-3
+  settings=(data="[data/demo/restore.jsonl]" ctx_len=256 batch_size=1 steps="${DEMO_STEPS:-60}" trainable=qkv lr=1.0e-3
             warmup_steps=3 stage2.steps=0 stage2.warmup_steps=0 log_every=5 dtype=fp32
             val_blocks=4 val_passkey.samples=0 eval_every=0)
   test_text=data/demo/heldout.jsonl ppl_ctx=512 ppl_tokens="${DEMO_PPL_TOKENS:-8192}"
   passkey=(--passkey-lengths 2048 --passkey-samples 1)
 fi
-"$cli" restore configs/smollm2_pi4.yaml teacher="$teacher" output="$out/restored" seed="$seed" "${settings[@]}"
+read -r -a extra <<<"${DEMO_SET:-}"
+"$cli" restore configs/smollm2_pi4.yaml teacher="$teacher" output="$out/restored" seed="$seed" "${settings[@]}" \
+  "${extra[@]}"
 echo "demo: restore took $(( $(date +%s) - start )) s"
 
 # The scaled, unrestored model: the restored folder's config.json (PI x4) over the native weights.

@@ -34,7 +34,7 @@ def main():
     report = json.loads((out / "eval" / "compare.json").read_text())
     native_ctx = summary["teacher_max_position_embeddings"]
     print(f"demo: restored with {summary['tokens_trained']:,} tokens in {summary['train_time_s']:.1f} s "
-          f"on {summary['device']} (seed {summary.get('seed', 0)})")
+          f"on {summary['device']} (seed {summary.get('seed', '?')})")
     rows, prompts = [], 0
     for m in report["models"]:
         keys, prompts = passkey_by_length(m["passkey"])

@@ -175,4 +175,6 @@ LmHeadLoss lm_head_loss(const LlamaWeights& weights, const Overrides& overrides,
                                token_weights.defined() ? token_weights.reshape({-1}) : torch::Tensor());
 }
 
+int64_t lm_head_chunk_rows(int64_t positions, int64_t vocab) { return chunk_rows_for(positions, vocab, 0); }
+
 }  // namespace linear_ard::model

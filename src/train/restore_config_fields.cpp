@@ -116,7 +116,7 @@ std::vector<ConfigField> fields_schedule() {
       CONFIG_FIELD("seed", seed, "seeds torch (LoRA init, dropout, LongReD skips) and the data order (`data_shuffle`)"),
       CONFIG_FIELD("data_shuffle", data_shuffle, "blocks in the data's shuffle buffer: K > 0 draws every training block at random from the stage's next K blocks (std::mt19937_64 seeded by `seed`, stage 2's by `seed` + 1; the buffer never reads past the stage's own blocks), so a stage of at most K blocks is drawn in a uniformly random order, and seeds 0 and 1 put 298 (99.3 %) of the demo run's 300 blocks at different positions; 0 keeps the files' order; a resumed run draws the same blocks"),
       CONFIG_FIELD("deterministic", deterministic,
-                   "the same config and seed give bitwise-identical weights: on CUDA torch's deterministic algorithms (a warning names an op without one), `CUBLAS_WORKSPACE_CONFIG=:4096:8` when unset, and the relation-KL backward without atomics; the CPU is deterministic either way (for a given thread count)"),
+                   "the same config and seed give bitwise-identical weights: on CUDA torch's deterministic algorithms, strict (an op without one fails naming itself; costs 1.6–2.3× a step, docs/restore.md), `CUBLAS_WORKSPACE_CONFIG=:4096:8` when unset, and the relation-KL backward without atomics; the CPU is deterministic either way (for a given thread count)"),
   };
 }
 

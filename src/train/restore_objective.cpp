@@ -33,6 +33,7 @@ ObjectiveContext objective_context_make(const RestoreConfig& config, const model
   ctx.loss_options.lambda_q = config.lambda_q;
   ctx.loss_options.lambda_k = config.lambda_k;
   ctx.loss_options.lambda_v = config.lambda_v;
+  ctx.loss_options.deterministic = config.deterministic;
   ctx.objective = config.objective;
   ctx.longred_max_skip = config.longred_max_skip;
   ctx.recompute_layers = config.checkpoint_layers;

@@ -1,8 +1,10 @@
 // run_memory: a training run's memory plan.
 #include "run_memory.h"
 
+#include <algorithm>
 #include <numeric>
 
+#include "linear_ard/model/lm_head_loss.h"    // defines: lm_head_chunk_rows
 #include "linear_ard/train/trainable_set.h"  // defines: trainable_parameters_planned
 
 namespace linear_ard::train {
@@ -15,9 +17,19 @@ double plan_total(const model::MemoryPlan& plan) {
                          [](double s, const MemoryPart& p) { return s + p.bytes; });
 }
 
+// The LM loss's logits: the head runs in chunks (model/lm_head_loss.h), so one chunk's logits in the
+// model dtype with their fp32 log-softmax and gradient, and the fp32 per-token losses; the logit-KL
+// objective holds every position's logits (teacher's and student's) at once.
+MemoryPart lm_logits(const model::ModelConfig& m, double size, double tokens, bool all_positions) {
+  const auto vocab = static_cast<double>(m.vocab_size);
+  if (all_positions) return {"LM logits (every position)", tokens * vocab * (size + 12)};
+  const auto rows = static_cast<double>(model::lm_head_chunk_rows(static_cast<int64_t>(tokens), m.vocab_size));
+  return {"LM loss (the head in chunks)", rows * vocab * (size + 12) + tokens * 4};
+}
+
 // One stage's activations: what backward keeps over `layers` layers (with checkpoint_layers, each
-// layer's input and one layer recomputed), the LM loss's logits in the model dtype and in fp32 with
-// their log-softmax and gradient, and the teacher's forward without gradients.
+// layer's input and one layer recomputed), the LM loss's logits (lm_logits) and the teacher's
+// forward without gradients.
 std::vector<MemoryPart> stage_activations(const RestoreConfig& c, const model::ModelConfig& m, torch::ScalarType dtype,
                                           double tokens, double layers, bool lm, bool teacher) {
   const auto size = static_cast<double>(c10::elementSize(dtype));
@@ -27,15 +39,30 @@ std::vector<MemoryPart> stage_activations(const RestoreConfig& c, const model::M
                                 model::memory_backward_bytes(m, tokens, 1, dtype)
                           : model::memory_backward_bytes(m, tokens, layers, dtype);
   parts.push_back({"activations kept for backward (" + std::to_string(static_cast<int64_t>(layers)) + " layers)", kept});
-  if (lm) parts.push_back({"LM logits", tokens * static_cast<double>(m.vocab_size) * (size + 12)});
+  if (lm) parts.push_back(lm_logits(m, size, tokens, teacher && c.objective.logit_kl > 0));
   if (teacher) parts.push_back({"teacher forward", model::memory_forward_bytes(m, tokens, dtype)});
   return parts;
+}
+
+// The validation's passkey at `length` tokens between training steps: the run's weights and
+// optimizer state (`fixed`), the KV cache of the prompt and the answer's tokens, the prompt's
+// forward and the last position's fp32 logits.
+model::MemoryPlan validation_passkey(const model::ModelConfig& m, torch::ScalarType dtype, std::vector<MemoryPart> fixed,
+                                     int64_t length, bool cpu) {
+  constexpr int64_t kAnswerTokens = 32;
+  const auto n = static_cast<double>(length);
+  model::MemoryPlan plan{"validation, passkey at " + std::to_string(length), std::move(fixed)};
+  plan.parts.push_back({"KV cache of " + std::to_string(length + kAnswerTokens) + " positions",
+                        model::memory_kv_cache_bytes(m, n + kAnswerTokens, dtype, cpu)});
+  plan.parts.push_back({"prompt forward", model::memory_forward_bytes(m, n, dtype) + 4.0 * static_cast<double>(m.vocab_size)});
+  return plan;
 }
 
 }  // namespace
 
 model::MemoryPlan run_memory_plan(const RestoreConfig& c, const model::ModelConfig& m, torch::ScalarType dtype,
-                                  int64_t last_trainable_layer, const std::string& name) {
+                                  int64_t last_trainable_layer, const std::string& name,
+                                  const std::vector<int64_t>& passkey_lengths, bool cpu) {
   const double trainable = trainable_parameters_planned(c.trainable, c.lora, m, last_trainable_layer);
   const auto size = static_cast<double>(c10::elementSize(dtype));
   std::vector<MemoryPart> fixed{{"weights", model::memory_weights_bytes(m, dtype)},
@@ -63,6 +90,12 @@ model::MemoryPlan run_memory_plan(const RestoreConfig& c, const model::ModelConf
     for (MemoryPart& p : stage_activations(c, m, dtype, tokens, layers, s.lm, !pretrain && s.number == 1))
       plan.parts.push_back(std::move(p));
     if (best.parts.empty() || plan_total(plan) > plan_total(best)) best = std::move(plan);
+  }
+  if (!passkey_lengths.empty()) {
+    const int64_t longest = *std::max_element(passkey_lengths.begin(), passkey_lengths.end());
+    model::MemoryPlan plan = validation_passkey(m, dtype, fixed, longest, cpu);
+    plan.what = name + " " + plan.what;
+    if (plan_total(plan) > plan_total(best)) best = std::move(plan);
   }
   return best;
 }

@@ -122,12 +122,14 @@ void blocks_open(RunPlan& plan) {
   if (plan.blocks2) plan.blocks2->shuffle(c.data_shuffle, c.seed + 1);
 }
 
-// Same config and seed, same weights: torch's deterministic algorithms (warning, not failing, on an
-// op without one) and cuBLAS's fixed-workspace mode, which it reads when it creates its handle, so
-// before the first matrix product on the device.
+// Same config and seed, same weights: torch's deterministic algorithms and cuBLAS's fixed-workspace
+// mode, which it reads when it creates its handle, so before the first matrix product on the device.
+// Strict, not warn-only: with warn_only torch keeps SDPA's flash and memory-efficient backward on
+// their atomic dQ accumulation (a warning, not the same bits), and an op without a deterministic
+// implementation fails naming itself instead of silently breaking the promise.
 void deterministic_set() {
   setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 }
 
 // Legal but suspicious settings: a context too short to hold the relations RoPE scaling changes,
@@ -165,7 +167,8 @@ void weights_place(RunPlan& plan) {
 // the estimate and the device's free memory, else printed with them.
 void memory_plan(const RunPlan& plan) {
   const model::MemoryPlan p =
-      run_memory_plan(plan.config, plan.teacher.model_config, plan.dtype, plan.last_trainable_layer, plan.name);
+      run_memory_plan(plan.config, plan.teacher.model_config, plan.dtype, plan.last_trainable_layer, plan.name,
+                      plan.passkey_lengths, plan.device.is_cpu());
   const std::string planned = model::memory_plan_check(p, plan.device);
   if (plan.main_rank) std::printf("%s\n", planned.c_str());
 }
@@ -215,8 +218,8 @@ void run_plan_finish(RunPlan& plan) {
   // the whole model.
   const bool whole_model = c.method != Method::kArd || c.objective.logit_kl > 0 || c.stage2.steps > 0;
   plan.last_trainable_layer = whole_model ? num_layers - 1 : plan.layers.back();
-  memory_plan(plan);
   validation_lengths_check(plan);
+  memory_plan(plan);
   streams_open(plan);
   blocks_open(plan);
   if (c.deterministic) deterministic_set();

@@ -74,6 +74,8 @@ json summary_make(const Run& run, const std::string& model_dir) {
       {"validation", run.selection.summary()},
       {"steps", plan.total_steps()},
       {"method", enum_name(c.method)},
+      {"seed", c.seed},
+      {"deterministic", c.deterministic},
       {"layers", plan.layers},
       {"train_time_s", progress.train_s},
       {"wall_time_s", wall_s},

@@ -487,7 +487,7 @@ def test_resume_refuses_changed_data_and_tokenizer_and_accepts_a_touched_copy(se
     (("batch_size=100000000",), ["restore stage 1 at ctx 32 x batch 100000000", "activations kept for backward",
                                  "AdamW moments", "teacher forward"]),
     (("stage2.steps=1", "stage2.batch_size=100000000"), ["restore stage 2 at ctx 128 x batch 100000000",
-                                                         "LM logits"]),
+                                                         "LM loss (the head in chunks)"]),
 ])
 def test_training_beyond_memory_is_refused_by_the_plan(setup, tmp_path, overrides, messages):
     out = tmp_path / "out"

@@ -35,6 +35,10 @@ LmHeadLoss lm_head_cross_entropy(const torch::Tensor& hidden, const torch::Tenso
                                  const torch::Tensor& targets, const torch::Tensor& token_weights = {},
                                  int64_t chunk_rows = 0);
 
+// The positions lm_head_cross_entropy puts in one chunk when chunk_rows is 0 (about 2^27 / vocab,
+// at most `positions`): what the memory plans count (train/run_memory.cpp).
+int64_t lm_head_chunk_rows(int64_t positions, int64_t vocab);
+
 // The same over a model's LM head ("lm_head.weight", the embeddings when tied, overrides'
 // replacements) for hidden [..., h] after the final norm and targets of the same leading shape
 // (token_weights too, when defined). Throws std::invalid_argument for a LoRA adapter on lm_head

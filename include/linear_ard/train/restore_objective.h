@@ -29,8 +29,8 @@ struct ObjectiveContext {
   bool overlap_teacher = true;             // the teacher's forward beside the student's (teacher_overlap.h)
 };
 
-// The context of run `config` (lambdas, objective, LongReD skip, checkpoint_layers as recompute_layers,
-// overlap_teacher) over `weights`
+// The context of run `config` (lambdas, deterministic, objective, LongReD skip, checkpoint_layers as
+// recompute_layers, overlap_teacher) over `weights`
 // and both RoPEs for the resolved distilled `layers`; the references must outlive it.
 ObjectiveContext objective_context_make(const RestoreConfig& config, const model::LlamaWeights& weights,
                                         const model::RopeTables& teacher_rope, const model::RopeTables& student_rope,
