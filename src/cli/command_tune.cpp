@@ -20,8 +20,8 @@ void command_tune_register(CLI::App& app) {
               "config's retrieval rule), then the winner's full run; writes OUTPUT/tune.md, tune.json, tune.png");
   sub->add_option("CONFIG", options->config_path, "YAML restore config (the full run's)")->required()->check(CLI::ExistingFile);
   sub->add_option("overrides", options->overrides, "key=value overrides for every trial and the final run");
-  sub->add_option("--grid", *grid, "KEY=V1,V2,... one axis of the grid, repeatable (e.g. --grid lr=1e-3,3e-3 "
-                                   "--grid trainable=qkv,lora_qkv)")
+  sub->add_option("--grid", *grid, "KEY=V1,V2,... one axis of the grid, repeatable (e.g. --grid lr,stage2.lr=1e-3,3e-3 "
+                                   "--grid trainable=qkv,lora_qkv; keys joined by commas take the same value)")
       ->required()
       ->expected(1)
       ->take_all();

@@ -39,6 +39,16 @@ std::vector<std::string> values_split(const std::string& text) {
   return values;
 }
 
+// The keys an axis sets: "lr" or, linked to one value, "lr,stage2.lr".
+std::vector<std::string> axis_keys(const std::string& key) {
+  std::vector<std::string> keys{""};
+  for (char ch : key) {
+    if (ch == ',') keys.emplace_back();
+    else keys.back() += ch;
+  }
+  return keys;
+}
+
 }  // namespace
 
 std::vector<TuneAxis> tune_grid_parse(const std::vector<std::string>& specs) {
@@ -49,11 +59,14 @@ std::vector<TuneAxis> tune_grid_parse(const std::vector<std::string>& specs) {
     if (eq == std::string::npos || eq == 0)
       throw std::invalid_argument("--grid '" + spec + "': expected KEY=V1,V2,... (e.g. lr=1e-3,3e-3)");
     TuneAxis axis{spec.substr(0, eq), values_split(spec.substr(eq + 1))};
-    if (keys_reserved().count(axis.key))
-      throw std::invalid_argument("--grid '" + spec + "': key '" + axis.key +
-                                  "' is set by tune itself (each trial runs --trial-fraction of the config's steps); "
-                                  "set the full run's steps in the config or as an override");
-    if (!seen.insert(axis.key).second) throw std::invalid_argument("--grid: key '" + axis.key + "' is given twice");
+    for (const std::string& key : axis_keys(axis.key)) {
+      if (key.empty()) throw std::invalid_argument("--grid '" + spec + "': an empty key");
+      if (keys_reserved().count(key))
+        throw std::invalid_argument("--grid '" + spec + "': key '" + key +
+                                    "' is set by tune itself (each trial runs --trial-fraction of the config's steps); "
+                                    "set the full run's steps in the config or as an override");
+      if (!seen.insert(key).second) throw std::invalid_argument("--grid: key '" + key + "' is given twice");
+    }
     for (const std::string& v : axis.values)
       if (v.empty()) throw std::invalid_argument("--grid '" + spec + "': an empty value");
     grid.push_back(axis);
@@ -68,7 +81,7 @@ std::vector<std::vector<std::string>> tune_grid_expand(const std::vector<TuneAxi
     for (const auto& combo : combos)
       for (const std::string& v : axis.values) {
         next.push_back(combo);
-        next.back().push_back(axis.key + "=" + v);
+        for (const std::string& key : axis_keys(axis.key)) next.back().push_back(key + "=" + v);
       }
     combos = std::move(next);
   }

@@ -497,6 +497,21 @@ def test_training_beyond_memory_is_refused_by_the_plan(setup, tmp_path, override
     assert not out.exists()
 
 
+def test_the_plan_counts_the_validations_passkey(setup, tmp_path):
+    """A passkey validation longer than training's blocks needs more than a training step: its KV cache
+    and prompt forward are the plan's largest candidate, beside the weights and optimizer state."""
+    lengths = {"[]": "restore stage 1 at ctx 32 x batch 1 needs an estimated",
+               "[128]": "restore validation, passkey at 128 needs an estimated"}
+    for value, plan in lengths.items():
+        r = restore(setup[2], f"output={tmp_path / 'out'}", "overwrite=true", f"val_passkey.lengths={value}",
+                    "val_passkey.samples=1")
+        assert r.returncode == 0, r.stdout + r.stderr
+        line = next(line for line in r.stdout.splitlines() if "needs an estimated" in line)
+        assert line.startswith(plan), line
+        if value != "[]":
+            assert "KV cache of 160 positions" in line and "AdamW moments" in line, line
+
+
 def test_lora_rank_beyond_the_matrices_is_refused(setup, tmp_path):
     out = tmp_path / "out"
     r = restore(setup[2], f"output={out}", "trainable=lora_qkv", "lora.rank=1000000000")

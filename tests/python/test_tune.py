@@ -132,11 +132,27 @@ def test_another_plan_in_the_same_output_is_refused(config, tuned):
     assert "tune.json" in r.stderr and "overwrite=true" in r.stderr, r.stderr
 
 
+def test_linked_keys_take_one_value_together(config, tmp_path):
+    """--grid lr,stage2.lr=A,B: two trials, each with both learning rates at its value (read back from
+    the trial's resolved config)."""
+    _, path = config
+    out = tmp_path / "out"
+    r = tune(path, f"output={out}", "--grid", "lr,stage2.lr=2e-4,3e-3", "--trial-fraction", "0.34", "--no-final")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for i, value in enumerate((2e-4, 3e-3)):
+        resolved = yaml.safe_load((out / "trials" / f"trial-{i:02d}" / "resolved_config.yaml").read_text())
+        assert float(resolved["lr"]) == value and float(resolved["stage2"]["lr"]) == value, resolved
+    assert not (out / "trials" / "trial-02").exists()
+
+
 @pytest.mark.parametrize("grid,message", [
     ("steps=2,4", "key 'steps' is set by tune itself"),
     ("lr", "expected KEY=V1,V2"),
     ("lr=1e-3,", "an empty value"),
     ("no_such_key=1,2", "unknown config key 'no_such_key'"),
+    ("lr,steps=1e-3,3e-3", "key 'steps' is set by tune itself"),
+    ("lr,=1e-3", "an empty key"),
+    ("lr,lr=1e-3", "key 'lr' is given twice"),
 ])
 def test_a_bad_grid_is_refused_before_anything_is_written(config, tmp_path, grid, message):
     _, path = config

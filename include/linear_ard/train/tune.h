@@ -15,16 +15,18 @@
 
 namespace linear_ard::train {
 
-// One axis of the grid: a restore config key and the values the trials give it (as YAML, the way a
-// key=value override reads them).
+// One axis of the grid: a restore config key, or several joined by commas that take the same value
+// ("lr,stage2.lr": both stages' learning rate), and the values the trials give it (as YAML, the way
+// a key=value override reads them).
 struct TuneAxis {
   std::string key;
   std::vector<std::string> values;
 };
 
 // "KEY=V1,V2,..." (a list in brackets stays one value: "data=[a.jsonl,b.jsonl]" is not split)
-// -> an axis. Throws std::invalid_argument naming the spec: no '=', an empty value, a key given twice
-// across `specs`, or a key the trials set themselves (steps, output, resume, overwrite, ...).
+// -> an axis; "K1,K2=V1,V2" sets K1 and K2 to each value together. Throws std::invalid_argument
+// naming the spec: no '=', an empty key or value, a key given twice across `specs`, or a key the
+// trials set themselves (steps, output, resume, overwrite, ...).
 std::vector<TuneAxis> tune_grid_parse(const std::vector<std::string>& specs);
 
 // Every combination of the axes' values, in order (the last axis varies fastest), as key=value
