@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "linear_ard/io/tokenizer.h"        // defines: tokenizer_load
 #include "linear_ard/train/text_blocks.h"   // defines: TextBlocks
 #include "linear_ard/train/token_stream.h"  // defines: TokenStream
@@ -31,9 +33,11 @@ const io::Tokenizer& demo_tokenizer() {
   return *tokenizer;
 }
 
-// A .npy file of ids 0, 1, ..., n - 1 (uint32), so that every id names its position in a pass.
+// A .npy file of ids 0, 1, ..., n - 1 (uint32), so that every id names its position in a pass; named
+// by the process, since ctest runs this file's tests side by side.
 std::string positions_npy(int64_t n) {
-  const fs::path path = fs::temp_directory_path() / ("text_blocks_" + std::to_string(n) + ".npy");
+  const fs::path path =
+      fs::temp_directory_path() / ("text_blocks_" + std::to_string(::getpid()) + "_" + std::to_string(n) + ".npy");
   std::string header = "{'descr': '<u4', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
   header.resize(118, ' ');
   header += '\n';  // magic (6) + version (2) + length (2) + header = 128 bytes
