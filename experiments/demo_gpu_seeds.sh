@@ -15,11 +15,7 @@ mkdir -p "$E"
 source dev/gpu/gpu_binaries.sh  # defines: gpu_binaries
 LOG_DIR="$E" gpu_binaries linear_ard_cli || exit 1
 teacher="$(dev/gpu/device_model.sh)" || exit 3
-data="$E/data"
-if [[ ! -f "$data/test.jsonl" ]]; then
-  rm -rf "$data.tmp" && mkdir -p "$data.tmp" && tar -C "$data.tmp" -xJf "${DATA:-.devdata/real_data.tar.xz}" \
-    && mv "$data.tmp" "$data" || { echo "demo_gpu_seeds: cannot unpack the data" >&2; exit 1; }
-fi
+data="$(dev/gpu/device_data.sh "$E/data")" || exit 1
 outs=()
 J="${JOBS:-2}"  # runs sharing the card at once: a restore with its 32K validation peaks near 46 GiB
 for s in ${SEEDS:-0 1 2}; do

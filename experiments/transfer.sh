@@ -26,11 +26,7 @@ source dev/gpu/gpu_binaries.sh  # defines: gpu_binaries
 LOG_DIR="$E/logs" gpu_binaries linear_ard_cli || exit 1
 cli="$build/src/cli/linear-ard"
 teacher="$(dev/gpu/device_model.sh)" || exit 3
-data="$E/data"
-if [[ ! -f "$data/val.jsonl" ]]; then
-  rm -rf "$data.tmp" && mkdir -p "$data.tmp" && tar -C "$data.tmp" -xJf "${DATA:-.devdata/real_data.tar.xz}" \
-    && mv "$data.tmp" "$data" || { echo "transfer: cannot unpack the data" >&2; exit 1; }
-fi
+data="$(dev/gpu/device_data.sh "$E/data")" || exit 1
 phases=("$@")
 (( ${#phases[@]} )) || phases=(lr runs table)
 scalings=(${SCALINGS:-pi4 pi16 yarn4})

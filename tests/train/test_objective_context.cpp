@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "../model/tiny_config.h"                // defines: tiny_config
 #include "linear_ard/model/llama_weights.h"      // defines: llama_weights_random
 #include "linear_ard/model/rope.h"               // defines: rope_tables_init
 #include "linear_ard/train/restore_config.h"     // defines: RestoreConfig
@@ -15,14 +16,7 @@ namespace {
 using namespace linear_ard;
 
 TEST(ObjectiveContext, CarriesTheConfigsSettings) {
-  model::ModelConfig mc;
-  mc.vocab_size = 31;
-  mc.hidden_size = 16;
-  mc.intermediate_size = 24;
-  mc.num_hidden_layers = 3;
-  mc.num_attention_heads = 2;
-  mc.num_key_value_heads = 1;
-  mc.max_position_embeddings = 16;
+  const model::ModelConfig mc = model::tiny_config();
   const model::LlamaWeights weights = model::llama_weights_random(mc, torch::kFloat, torch::kCPU, /*seed=*/1, 0.1);
   const model::RopeTables rope = model::rope_tables_init(mc);
   for (const bool flag : {true, false}) {
