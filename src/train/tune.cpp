@@ -14,6 +14,7 @@
 #include "linear_ard/io/json_file.h"               // defines: json_file_read, json_file_write
 #include "linear_ard/train/run_signal.h"           // defines: RunInterrupted
 #include "linear_ard/train/validation_select.h"    // defines: validation_select, validation_select_why
+#include "tune_budget.h"                           // defines: tune_tokens, tune_budget_factor
 #include "tune_report.h"                           // defines: tune_markdown
 
 namespace linear_ard::train {
@@ -26,10 +27,12 @@ struct Trial {
   std::string name;
   std::vector<std::string> settings;  // the grid's key=value
   RestoreConfig config;
+  RestoreConfig full;                 // its full run's, in OUTPUT/restored (run when it wins)
 };
 
-// A trial's steps: `f` of each stage's (at least 1 where the stage has any), its warm-up and the
-// validation interval scaled alike, so that every trial runs the same schedule's shape.
+// `c`'s steps times `f` (a trial's fraction, or the budget's factor): each stage's (at least 1 where
+// the stage has any), its warm-up and the validation interval scaled alike, so that every run keeps
+// the schedule's shape.
 std::vector<std::string> steps_scaled(const RestoreConfig& c, double f) {
   const auto scaled = [f](int64_t n, int64_t least) { return n > 0 ? std::max<int64_t>(least, std::llround(n * f)) : 0; };
   const int64_t steps = scaled(c.steps, 1), steps2 = scaled(c.stage2.steps, 1);
@@ -56,13 +59,48 @@ std::string file_text(const std::string& path) {
   return text.str();
 }
 
-// What makes two tunes the same: the config's text (wherever the file is), the overrides, the grid
-// and the fraction.
+// Trial `i` of the grid, `combo` its settings: its full run (the config's steps, or those of the
+// budget at this combination's tokens per step) and the trial itself (trial_fraction of those).
+Trial trial_make(const TuneOptions& o, size_t i, const std::vector<std::string>& combo, const fs::path& out) {
+  char name[32];
+  std::snprintf(name, sizeof name, "trial-%02zu", i);
+  std::vector<std::string> full = combo;
+  if (o.budget > 0) {
+    const RestoreConfig given = config_at(o, combo, out / "restored");
+    for (const std::string& s : steps_scaled(given, tune_budget_factor(given, o.budget))) full.push_back(s);
+  }
+  Trial trial;
+  trial.name = name;
+  trial.settings = combo;
+  trial.full = config_at(o, full, out / "restored");
+  std::vector<std::string> extra = combo;
+  for (const std::string& s : steps_scaled(trial.full, o.trial_fraction)) extra.push_back(s);
+  trial.config = config_at(o, extra, out / "trials" / name);  // every config checked before a trial runs
+  return trial;
+}
+
+// What makes two tunes the same: the config's text (wherever the file is), the overrides, the grid,
+// the fraction and the budget (when given).
 json plan_of(const TuneOptions& o) {
   json grid = json::array();
   for (const TuneAxis& a : o.grid) grid.push_back({{"key", a.key}, {"values", a.values}});
-  return {{"config_text", file_text(o.config_path)}, {"overrides", o.overrides}, {"grid", grid},
-          {"trial_fraction", o.trial_fraction}};
+  json plan = {{"config_text", file_text(o.config_path)}, {"overrides", o.overrides}, {"grid", grid},
+               {"trial_fraction", o.trial_fraction}};
+  if (o.budget > 0) plan["budget"] = o.budget;
+  return plan;
+}
+
+// tune.json's budget: the tokens asked and those planned after rounding the steps, per grid
+// combination (the full run's and the trial's) and for all the trials.
+json budget_record(const TuneOptions& o, const std::vector<Trial>& trials) {
+  json full = json::array(), trial = json::array();
+  int64_t total = 0;
+  for (const Trial& t : trials) {
+    full.push_back(tune_tokens(t.full));
+    trial.push_back(tune_tokens(t.config));
+    total += trial.back().get<int64_t>();
+  }
+  return {{"asked", o.budget}, {"full_run_tokens", full}, {"trial_tokens", trial}, {"trial_tokens_total", total}};
 }
 
 // OUTPUT for this plan: new, or a tune of the same plan (resumed); a tune of another plan is replaced
@@ -79,7 +117,7 @@ void output_claim(const fs::path& out, const json& plan, bool overwrite) {
   const json before = io::json_file_read(record.string());
   if (before.is_object() && before.value("plan", json()) == plan) return;
   if (!overwrite)
-    throw std::invalid_argument("output " + out.string() + " holds a tune of another config, grid or fraction "
+    throw std::invalid_argument("output " + out.string() + " holds a tune of another config, grid, fraction or budget "
                                 "(tune.json); set overwrite=true to replace it, or choose another output");
   std::fprintf(stderr, "linear-ard: warning: output %s: replacing a tune of another plan\n", out.string().c_str());
   for (const char* name : {"trials", "restored", "tune.json", "tune.md"}) fs::remove_all(out / name);
@@ -146,22 +184,18 @@ json tune_run(const TuneOptions& o) {
                                 "); run it without torchrun, then the winner's restore under torchrun");
   if (!(o.trial_fraction > 0 && o.trial_fraction <= 1))
     throw std::invalid_argument("--trial-fraction must be in (0, 1], got " + std::to_string(o.trial_fraction));
+  if (o.budget < 0) throw std::invalid_argument("--budget must be positive, got " + std::to_string(o.budget));
   const RestoreConfig base = restore_config_load(o.config_path, o.overrides);
   const fs::path out(base.output);
   std::vector<Trial> trials;
   const auto combos = tune_grid_expand(o.grid);
-  for (size_t i = 0; i < combos.size(); ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "trial-%02zu", i);
-    std::vector<std::string> extra = combos[i];
-    for (const std::string& s : steps_scaled(base, o.trial_fraction)) extra.push_back(s);
-    trials.push_back({name, combos[i], config_at(o, extra, out / "trials" / name)});  // every config checked first
-  }
+  for (size_t i = 0; i < combos.size(); ++i) trials.push_back(trial_make(o, i, combos[i], out));
   const json plan = plan_of(o);
-  output_claim(out, plan, base.overwrite);
   json t = {{"config", o.config_path}, {"plan", plan}, {"output", out.string()}, {"select", {{"criterion", enum_name(base.select.criterion)},
                                         {"passkey_margin", base.select.passkey_margin}}},
-            {"trials", json::array()}};
+            {"trials", json::array()}, {"trial_tokens", 0}};
+  if (o.budget > 0) t["budget"] = budget_record(o, trials);
+  output_claim(out, plan, base.overwrite);
   for (size_t i = 0; i < trials.size(); ++i) {
     std::printf("tune: trial %zu of %zu (%s) in %s\n", i + 1, trials.size(), json(trials[i].settings).dump().c_str(),
                 trials[i].config.output.c_str());
@@ -170,6 +204,7 @@ json tune_run(const TuneOptions& o) {
     r["name"] = trials[i].name;
     r["settings"] = trials[i].settings;
     t["trials"].push_back(r);
+    t["trial_tokens"] = t["trial_tokens"].get<int64_t>() + r["tokens"].get<int64_t>();
     record_write(out, t);
   }
   winner_choose(t, base);
@@ -180,7 +215,7 @@ json tune_run(const TuneOptions& o) {
   if (o.final_run) {
     std::printf("tune: the winner's full run in %s\n", (out / "restored").string().c_str());
     std::fflush(stdout);
-    if (!fs::exists(out / "restored" / "training_summary.json")) o.restore(config_at(o, winner.settings, out / "restored"));
+    if (!fs::exists(out / "restored" / "training_summary.json")) o.restore(winner.full);
     t["final"] = run_record(out / "restored");
     record_write(out, t);
   }

@@ -1,6 +1,7 @@
 // tune_report: tune.json as Markdown.
 #include "tune_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace linear_ard::train {
@@ -46,15 +47,35 @@ std::string row(const std::string& name, const json& settings, const json& r) {
          passkey_text(c) + " | " + status + " |\n";
 }
 
+// "320", or "320 to 352" when the grid's combinations train different tokens per step.
+std::string span_text(const json& values) {
+  int64_t lo = values.at(0).get<int64_t>(), hi = lo;
+  for (const json& v : values) lo = std::min(lo, v.get<int64_t>()), hi = std::max(hi, v.get<int64_t>());
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+// The budget's paragraph: the tokens asked and those planned after rounding the steps (the full
+// run's: the winner's once known, else every combination's).
+std::string budget_text(const json& t) {
+  const json& b = t["budget"];
+  const json& full = b["full_run_tokens"];
+  const std::string full_text = t.contains("winner") ? std::to_string(full[t["winner"].get<size_t>()].get<int64_t>()) : span_text(full);
+  return "Budget: " + std::to_string(b["asked"].get<int64_t>()) + " tokens asked for the full run (`--budget`); planned " +
+         "after rounding each stage's steps: " + full_text + " tokens for the full run, " + span_text(b["trial_tokens"]) +
+         " for each trial, " + std::to_string(b["trial_tokens_total"].get<int64_t>()) + " for the " +
+         std::to_string(b["trial_tokens"].size()) + " trials.\n\n";
+}
+
 }  // namespace
 
 std::string tune_markdown(const json& t) {
   const json& plan = t["plan"];
   std::string md = "# tune: " + t["config"].get<std::string>() + "\n\n";
-  int64_t tokens = 0;
-  for (const json& r : t["trials"]) tokens += r.value("tokens", int64_t{0});
+  const bool budget = t.contains("budget");
+  if (budget) md += budget_text(t);
   md += std::to_string(t["trials"].size()) + " trials, each " + fixed(100 * plan["trial_fraction"].get<double>(), 0) +
-        " % of the config's steps, " + std::to_string(tokens) + " tokens in all; scored on the run's validation split: " +
+        (budget ? " % of the full run's steps, " : " % of the config's steps, ") +
+        std::to_string(t["trial_tokens"].get<int64_t>()) + " tokens in all; scored on the run's validation split: " +
         "select.criterion " + t["select"]["criterion"].get<std::string>() + " (passkey margin " +
         fixed(t["select"]["passkey_margin"].get<double>(), 2) + ") over each trial's chosen validation.\n\n";
   md += kTableHead;

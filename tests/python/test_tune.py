@@ -1,12 +1,16 @@
 """`linear-ard tune`: short restore trials over a grid, the winner by the runs' own validation, then
 the winner's full run. The choice is checked against a recomputation from each trial's
 metrics.jsonl (the lowest validation KL, select.criterion kl), not against tune's own arithmetic;
-a rerun resumes (nothing trains again); bad grids are refused before anything is written.
+a rerun resumes (nothing trains again); bad grids are refused before anything is written. With
+--budget, the tokens each run trained are checked against the steps recomputed here from the
+config's lengths, batch sizes and steps; bad budgets are refused before anything is written.
 
     LINEAR_ARD_BUILD_DIR=$PWD/build pytest -q tests/python/test_tune.py
 """
 
 import json
+import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +44,9 @@ def config(tmp_path_factory):
     return root, path
 
 
-def tune(config, *args):
-    return subprocess.run([str(binary()), "tune", str(config), *args], capture_output=True, text=True, timeout=600)
+def tune(config, *args, env=None):
+    return subprocess.run([str(binary()), "tune", str(config), *args], capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def evals(folder):
@@ -160,4 +165,92 @@ def test_a_bad_grid_is_refused_before_anything_is_written(config, tmp_path, grid
     r = tune(path, f"output={out}", "--grid", grid)
     assert r.returncode in (1, 2), r.stdout + r.stderr
     assert message in r.stderr, r.stderr
+    assert not out.exists()
+
+
+# --budget: two configs whose stages train different tokens per step. A two-stage LinearARD run
+# (stage 1: 32 x 2 tokens a step, stage 2: 96 x 1 x 2) and a CPT baseline without stage 2 (40 x 1 x 2).
+BUDGET_CONFIGS = {
+    "ard_two_stages": ({"ctx_len": 32, "batch_size": 2, "steps": 6, "warmup_steps": 2,
+                        "stage2": {"steps": 2, "ctx_len": 96, "batch_size": 1, "grad_accum": 2, "lr": 1e-4,
+                                   "warmup_steps": 1}}, "1.5K", 1500, "lr=1e-4,3e-3"),
+    "cpt_one_stage": ({"method": "cpt", "ctx_len": 40, "grad_accum": 2, "steps": 5, "warmup_steps": 1,
+                       "stage2": {"steps": 0}}, "0.00095M", 950, "lr=1e-4"),
+}
+NO_PLOT = {"LINEAR_ARD_NO_PLOT": "1"}  # the plots' Python start-ups would take most of the time
+FRACTION = 0.4
+
+
+def budget_config(root, name, changes):
+    cfg = yaml.safe_load((root / "config.yaml").read_text())
+    cfg.update(changes)
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return cfg, path
+
+
+def per_step(cfg):
+    """Tokens of one step of each stage: ctx_len x batch_size x grad_accum (defaults 1)."""
+    s2 = cfg.get("stage2", {})
+    return (cfg["ctx_len"] * cfg.get("batch_size", 1) * cfg.get("grad_accum", 1),
+            s2.get("ctx_len", 0) * s2.get("batch_size", 1) * s2.get("grad_accum", 1))
+
+
+def steps_times(steps, f):
+    """Each stage's steps times f, rounded to the nearest (halves up), at least 1 for a stage that has steps."""
+    return tuple(max(1, math.floor(n * f + 0.5)) if n > 0 else 0 for n in steps)
+
+
+def tokens_trained(folder):
+    return json.loads((folder / "training_summary.json").read_text())["tokens_trained"]
+
+
+@pytest.mark.parametrize("name", sorted(BUDGET_CONFIGS))
+def test_a_budget_scales_the_full_run_and_the_trials_to_its_tokens(config, tmp_path, name):
+    root, _ = config
+    changes, text, budget, grid = BUDGET_CONFIGS[name]
+    n = len(grid.split(","))
+    cfg, path = budget_config(root, name, changes)
+    per = per_step(cfg)
+    steps = (cfg["steps"], cfg["stage2"]["steps"])
+    full_steps = steps_times(steps, budget / sum(p * n for p, n in zip(per, steps)))
+    trial_steps = steps_times(full_steps, FRACTION)
+    full = sum(p * n for p, n in zip(per, full_steps))
+    trial = sum(p * n for p, n in zip(per, trial_steps))
+    assert full_steps != steps and abs(full - budget) <= sum(per) / 2  # about the budget, to a rounding
+
+    out = tmp_path / "out"
+    r = tune(path, f"output={out}", "--grid", grid, "--trial-fraction", str(FRACTION), "--budget", text, env=NO_PLOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for i in range(n):
+        folder = out / "trials" / f"trial-{i:02d}"
+        resolved = yaml.safe_load((folder / "resolved_config.yaml").read_text())
+        assert (resolved["steps"], resolved["stage2"]["steps"]) == trial_steps
+        assert tokens_trained(folder) == trial
+    resolved = yaml.safe_load((out / "restored" / "resolved_config.yaml").read_text())
+    assert (resolved["steps"], resolved["stage2"]["steps"]) == full_steps
+    assert tokens_trained(out / "restored") == full
+    t = json.loads((out / "tune.json").read_text())
+    assert t["plan"]["budget"] == budget
+    assert t["budget"] == {"asked": budget, "full_run_tokens": [full] * n, "trial_tokens": [trial] * n,
+                           "trial_tokens_total": n * trial}
+    assert t["trial_tokens"] == n * trial and t["final"]["tokens"] == full
+    md = (out / "tune.md").read_text()
+    assert (f"Budget: {budget} tokens asked for the full run (`--budget`); planned after rounding each stage's "
+            f"steps: {full} tokens for the full run, {trial} for each trial, {n * trial} for the {n} trials.") in md
+
+    # Another budget is another plan: refused in the same output.
+    r = tune(path, f"output={out}", "--grid", grid, "--trial-fraction", str(FRACTION), "--budget", str(budget + 1))
+    assert r.returncode == 1 and "tune.json" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "4.2X", "abc", "1.5", "0.0001K", "", "10000000000G"])
+def test_a_bad_budget_is_refused_with_one_line_before_anything_is_written(config, tmp_path, text):
+    _, path = config
+    out = tmp_path / "out"
+    r = tune(path, f"output={out}", "--grid", "lr=1e-4,3e-3", "--budget", text)
+    assert r.returncode > 0, r.stdout + r.stderr  # < 0: killed by a signal (an abort)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--budget" in lines[0] and f"'{text}'" in lines[0], r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
     assert not out.exists()
