@@ -7,7 +7,7 @@
 # alike), under PI x4, PI x16 (the paper's Appendix F stress test) and YaRN x4, seeds 0-2 (a seed is
 # one data order, the same for both arms: the pairs are analysed). Each arm's learning rate (both
 # stages together) is chosen per scaling by `linear-ard tune` on a quarter of the full budget, by the
-# validation KL alone (select.criterion kl). Every run validates about six times, so the relation
+# validation KL alone (select.criterion kl). Every run validates about five times, so the relation
 # loss can be read against the KL to native during training (the paper's Appendix L); passkey at 32K.
 #   PREBUILT=.devpack/devbin.tar.xz experiments/transfer.sh [lr] [runs] [table]
 # On the GPU machine (the model of dev/gpu/device_model.sh, the split of scripts/corpus_split.py as
@@ -42,16 +42,16 @@ declare -A rope=([pi4]="student_rope.rope_type=linear student_rope.factor=4"
 declare -A method=([ard]="method=ard"
                    [cpt_qkv]="method=cpt ctx_len=32768 batch_size=1 steps=130 warmup_steps=5 stage2.steps=0 stage2.warmup_steps=0")
 
-# `divisor` of the full budget: each stage's steps, warm-up and validation interval divided alike.
+# `divisor` of the full budget: each stage's steps and warm-up divided alike; a validation every quarter of the run.
 budget() {
   local a=$1 d=$2
   if [[ $a == ard ]]; then
     local s1=$(( (69 + d / 2) / d )) s2=$(( (61 + d / 2) / d ))
     echo "steps=$s1 warmup_steps=$(( s1 > 5 ? 5 : 1 )) stage2.steps=$s2 stage2.warmup_steps=$(( s2 > 3 ? 3 : 1 ))" \
-         "eval_every=$(( (s1 + s2) / 6 > 1 ? (s1 + s2) / 6 : 1 ))"
+         "eval_every=$(( (s1 + s2 + 3) / 4 ))"
   else
     local s=$(( (130 + d / 2) / d ))
-    echo "steps=$s warmup_steps=$(( s > 5 ? 5 : 1 )) eval_every=$(( s / 6 > 1 ? s / 6 : 1 ))"
+    echo "steps=$s warmup_steps=$(( s > 5 ? 5 : 1 )) eval_every=$(( (s + 3) / 4 ))"
   fi
 }
 

@@ -110,16 +110,29 @@ def ranks(x):
     return r
 
 
+def spearman(pairs):
+    x, y = np.array(pairs).T
+    return np.corrcoef(ranks(x), ranks(y))[0, 1]
+
+
 def tracking(runs):
-    """Per arm: Pearson and Spearman correlation of relation loss and val KL over every validation."""
+    """Per arm: Pearson and Spearman correlation of relation loss and val KL over every validation
+    (pooled: runs of every scaling and budget), then within each run of 3 validations or more (the
+    median of the runs' Spearman correlations: whether the loss tracks the KL as one run trains)."""
     lines = []
     for arm in ARMS:
-        pairs = [p for arms in runs.values() for r in arms.get(arm, {}).values() for p in r["pairs"]]
+        records = [r for arms in runs.values() for r in arms.get(arm, {}).values()]
+        pairs = [p for r in records for p in r["pairs"]]
         if len(pairs) < 3:
             continue
         x, y = np.array(pairs).T
-        lines.append(f"- {arm}: {len(pairs)} validations, Pearson {np.corrcoef(x, y)[0, 1]:.3f}, "
-                     f"Spearman {np.corrcoef(ranks(x), ranks(y))[0, 1]:.3f}")
+        line = (f"- {arm}: {len(pairs)} validations, Pearson {np.corrcoef(x, y)[0, 1]:.3f}, "
+                f"Spearman {spearman(pairs):.3f}")
+        within = [spearman(r["pairs"]) for r in records if len(r["pairs"]) >= 3]
+        if within:
+            line += (f"; within a run: median Spearman {np.median(within):.3f} over {len(within)} runs "
+                     f"({min(within):.3f} to {max(within):.3f})")
+        lines.append(line)
     return lines
 
 
