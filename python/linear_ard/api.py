@@ -89,16 +89,18 @@ def restore(config, **overrides):
                          summary=json.loads(summary.read_text()) if summary.exists() else {})
 
 
-def tune(config, grid, *, trial_fraction=0.25, final=True, **overrides):
-    """`linear-ard tune CONFIG key=value... --grid KEY=V1,V2 ...`: short trials of each combination of
-    `grid` ({key: [values]}, docs/tune.md), the winner by the runs' validation, then its full run
-    (unless `final` is false). `config` and `overrides` as for restore. Returns OUTPUT/tune.json as a
-    dict: the trials (settings, tokens, the validation each keeps), the winner's index and why, and
-    the final run (its folder under "final"; the restored model is its model/)."""
+def tune(config, grid, *, trial_fraction=0.25, final=True, budget=None, **overrides):
+    """`linear-ard tune CONFIG key=value... --grid KEY=V1,V2 ... [--budget TOKENS]`: short trials of
+    each combination of `grid` ({key: [values]}, docs/tune.md), the winner by the runs' validation,
+    then its full run (unless `final` is false); `budget` (tokens, an int or a text such as "4.26M")
+    scales the full run's steps to it. `config` and `overrides` as for restore. Returns
+    OUTPUT/tune.json as a dict: the trials (settings, tokens, the validation each keeps), the winner's
+    index and why, and the final run (its folder under "final"; the restored model is its model/)."""
     args = []
     for key, values in grid.items():
         args += ["--grid", f"{key}=" + ",".join(v if isinstance(v, str) else json.dumps(v) for v in values)]
     args += ["--trial-fraction", trial_fraction] + ([] if final else ["--no-final"])
+    args += [] if budget is None else ["--budget", budget]
     out = _run_config("tune", config, overrides, args)
     return json.loads((out / "tune.json").read_text())
 

@@ -76,3 +76,8 @@ def test_tune_returns_its_report_and_a_second_call_resumes(tmp_path, monkeypatch
     stamp = metrics.stat().st_mtime_ns
     again = linear_ard.tune(config, {"lr": [1e-4, 3e-3]}, trial_fraction=0.5, final=False)
     assert again["winner"] == got["winner"] and metrics.stat().st_mtime_ns == stamp
+    # A budget of 512 tokens: the full run 512 / 64 = 8 steps (batch 1), each trial half of those.
+    one_stage = dict(config, output=str(tmp_path / "tune_budget"), batch_size=1, grad_accum=1, stage2={"steps": 0})
+    budgeted = linear_ard.tune(one_stage, {"lr": [1e-4]}, trial_fraction=0.5, final=False, budget="0.512K")
+    assert budgeted["budget"]["asked"] == 512 and budgeted["budget"]["full_run_tokens"] == [512]
+    assert [t["tokens"] for t in budgeted["trials"]] == [256]
