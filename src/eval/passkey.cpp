@@ -55,19 +55,19 @@ std::vector<int32_t> passkey_lead(const io::Tokenizer& tokenizer, const std::str
 
 // One prompt's greedy continuation: its new ids, the tokens fed through (prompt + generated), and
 // the time it took.
-struct Generated {
+struct PasskeyGenerated {
   std::vector<int32_t> ids;
   int64_t tokens = 0;
   double seconds = 0;
 };
 
-Generated passkey_generate(const EvalModel& model, const model::GenerateOptions& gen, const PasskeyPrompt& p) {
+PasskeyGenerated passkey_generate(const EvalModel& model, const model::GenerateOptions& gen, const PasskeyPrompt& p) {
   const auto ids = passkey_prompt_ids(*model.tokenizer, p);
   const auto prompt =
       torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0).to(model.device);
   const auto start = std::chrono::steady_clock::now();
   const auto out = model::model_generate_greedy(model.weights, model.rope, model.overrides, prompt, gen);
-  Generated g;
+  PasskeyGenerated g;
   g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   g.tokens = out.size(1);
   const auto gen_ids = out[0].slice(0, prompt.size(1)).cpu().contiguous();
@@ -77,7 +77,7 @@ Generated passkey_generate(const EvalModel& model, const model::GenerateOptions&
 
 // The rows (length, depth order) of `prompts` and their continuations `generated`, scored.
 PasskeyResult passkey_result(const io::Tokenizer& tokenizer, const PasskeyOptions& options,
-                             const std::vector<PasskeyPrompt>& prompts, const std::vector<Generated>& generated) {
+                             const std::vector<PasskeyPrompt>& prompts, const std::vector<PasskeyGenerated>& generated) {
   PasskeyResult result;
   int64_t tokens = 0;
   double seconds = 0;
@@ -90,7 +90,7 @@ PasskeyResult passkey_result(const io::Tokenizer& tokenizer, const PasskeyOption
       std::vector<double> scores;
       for (int64_t s = 0; s < options.samples; ++s, ++k) {
         const PasskeyPrompt& p = prompts[k];
-        const Generated& g = generated[k];
+        const PasskeyGenerated& g = generated[k];
         tokens += g.tokens;
         seconds += g.seconds;
         const std::string text = tokenizer.decode(g.ids, /*skip_special_tokens=*/true);
@@ -173,16 +173,16 @@ PasskeyResult passkey_evaluate(const EvalModel& model, const PasskeyOptions& opt
   EvalProgress progress("passkey", owned, options.progress);
   const int64_t width = 3 + options.max_new_tokens;  // id count, tokens, seconds, ids (padded)
   const std::vector<double> all = dist::items_run(distributed, count, width, [&](int64_t k) {
-    const Generated g = passkey_generate(model, gen, prompts[static_cast<size_t>(k)]);
+    const PasskeyGenerated g = passkey_generate(model, gen, prompts[static_cast<size_t>(k)]);
     progress.advance(1, "prompts");
     std::vector<double> item{static_cast<double>(g.ids.size()), static_cast<double>(g.tokens), g.seconds};
     item.insert(item.end(), g.ids.begin(), g.ids.end());
     return item;
   });
-  std::vector<Generated> generated(prompts.size());
+  std::vector<PasskeyGenerated> generated(prompts.size());
   for (int64_t k = 0; k < count; ++k) {
     const double* item = all.data() + k * width;
-    Generated& g = generated[static_cast<size_t>(k)];
+    PasskeyGenerated& g = generated[static_cast<size_t>(k)];
     g.ids.assign(item + 3, item + 3 + static_cast<int64_t>(item[0]));
     g.tokens = static_cast<int64_t>(item[1]);
     g.seconds = item[2];

@@ -77,15 +77,15 @@ RulerResult ruler_cells_build(const EvalModel& model, const RulerData& data, con
 }
 
 // One sample's greedy continuation and its prefill/decode timings.
-struct Generated {
+struct RulerGenerated {
   std::vector<int32_t> ids;
   model::GenerateStats stats;
 };
 
 // Sample k of `items` (cells in task, length order; samples in order within a cell) is generated on
 // rank k % world under torchrun; its ids and timings are gathered, so every rank holds every one.
-std::vector<Generated> ruler_generate(const EvalModel& model, const RulerOptions& options, const RulerResult& result,
-                                      const std::vector<std::pair<size_t, size_t>>& items) {
+std::vector<RulerGenerated> ruler_generate(const EvalModel& model, const RulerOptions& options, const RulerResult& result,
+                                           const std::vector<std::pair<size_t, size_t>>& items) {
   int64_t width = 5;  // id count, prefill tokens, prefill s, decode tokens, decode s, then the ids
   for (const auto& cell : result.cells) width = std::max<int64_t>(width, 5 + ruler_task_find(cell.task).max_new_tokens);
   const dist::Distributed* distributed = model.distributed;
@@ -120,10 +120,10 @@ std::vector<Generated> ruler_generate(const EvalModel& model, const RulerOptions
     return item;
   };
   const std::vector<double> all = dist::items_run(distributed, count, width, generate);
-  std::vector<Generated> generated(items.size());
+  std::vector<RulerGenerated> generated(items.size());
   for (int64_t k = 0; k < count; ++k) {
     const double* item = all.data() + k * width;
-    Generated& g = generated[static_cast<size_t>(k)];
+    RulerGenerated& g = generated[static_cast<size_t>(k)];
     g.ids.assign(item + 5, item + 5 + static_cast<int64_t>(item[0]));
     g.stats.prefill_tokens = static_cast<int64_t>(item[1]);
     g.stats.prefill_seconds = item[2];
@@ -145,10 +145,10 @@ RulerResult ruler_evaluate(const EvalModel& model, const RulerData& data, const 
   std::vector<std::pair<size_t, size_t>> items;  // (cell, sample)
   for (size_t c = 0; c < result.cells.size(); ++c)
     for (size_t i = 0; i < result.cells[c].samples.size(); ++i) items.emplace_back(c, i);
-  const std::vector<Generated> generated = ruler_generate(model, options, result, items);
+  const std::vector<RulerGenerated> generated = ruler_generate(model, options, result, items);
   model::GenerateStats stats;
   for (size_t k = 0; k < items.size(); ++k) {
-    const Generated& g = generated[k];
+    const RulerGenerated& g = generated[k];
     RulerCell& cell = result.cells[items[k].first];
     const RulerSample& sample = cell.samples[items[k].second];
     const RulerTask& task = ruler_task_find(cell.task);

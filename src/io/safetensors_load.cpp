@@ -26,7 +26,7 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void safetensors_fail(const std::string& path, const std::string& what) {
+[[noreturn]] void safetensors_load_fail(const std::string& path, const std::string& what) {
   throw std::runtime_error("safetensors file " + path + ": " + what);
 }
 
@@ -44,11 +44,11 @@ struct MappedFile {
 
 std::shared_ptr<MappedFile> file_map(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) safetensors_fail(path, std::string("cannot open: ") + std::strerror(errno));
+  if (fd < 0) safetensors_load_fail(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    safetensors_fail(path, "not a regular file");
+    safetensors_load_fail(path, "not a regular file");
   }
   auto mapped = std::make_shared<MappedFile>();
   mapped->size = static_cast<size_t>(st.st_size);
@@ -59,7 +59,7 @@ std::shared_ptr<MappedFile> file_map(const std::string& path) {
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      safetensors_fail(path, std::string("mmap failed: ") + std::strerror(err));
+      safetensors_load_fail(path, std::string("mmap failed: ") + std::strerror(err));
     }
     mapped->data = static_cast<uint8_t*>(p);
   }
@@ -78,14 +78,14 @@ json header_parse(const std::string& path, const char* text, size_t n) {
       open_objects.pop_back();
     } else if (event == json::parse_event_t::key) {
       const auto& key = parsed.get_ref<const std::string&>();
-      if (!open_objects.back().insert(key).second) safetensors_fail(path, "duplicate key '" + key + "' in header");
+      if (!open_objects.back().insert(key).second) safetensors_load_fail(path, "duplicate key '" + key + "' in header");
     }
     return true;
   };
   try {
     return json::parse(text, text + n, on_event);
   } catch (const json::parse_error& e) {
-    safetensors_fail(path, std::string("header is not valid JSON: ") + e.what());
+    safetensors_load_fail(path, std::string("header is not valid JSON: ") + e.what());
   }
 }
 
@@ -110,22 +110,22 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 
 HeaderEntry entry_parse(const std::string& path, const std::string& name, const json& value) {
   const std::string where = "tensor '" + name + "': ";
-  if (!value.is_object()) safetensors_fail(path, where + "entry is not a JSON object");
+  if (!value.is_object()) safetensors_load_fail(path, where + "entry is not a JSON object");
   HeaderEntry e{name, nullptr, {}, 0, 0};
 
   const auto dtype = value.find("dtype");
-  if (dtype == value.end() || !dtype->is_string()) safetensors_fail(path, where + "missing string field 'dtype'");
+  if (dtype == value.end() || !dtype->is_string()) safetensors_load_fail(path, where + "missing string field 'dtype'");
   e.dtype = safetensors_dtype_find(dtype->get<std::string>());
-  if (e.dtype == nullptr) safetensors_fail(path, where + "unknown dtype '" + dtype->get<std::string>() + "'");
+  if (e.dtype == nullptr) safetensors_load_fail(path, where + "unknown dtype '" + dtype->get<std::string>() + "'");
 
   const auto shape = value.find("shape");
-  if (shape == value.end() || !shape->is_array()) safetensors_fail(path, where + "missing list field 'shape'");
+  if (shape == value.end() || !shape->is_array()) safetensors_load_fail(path, where + "missing list field 'shape'");
   for (const auto& dim : *shape) {
     if (dim.is_number_integer() && !dim.is_number_unsigned()) {
-      safetensors_fail(path, where + "negative dimension " + dim.dump() + " in shape " + shape->dump());
+      safetensors_load_fail(path, where + "negative dimension " + dim.dump() + " in shape " + shape->dump());
     }
     if (!dim.is_number_unsigned() || dim.get<uint64_t>() > uint64_t(INT64_MAX)) {
-      safetensors_fail(path, where + "shape " + shape->dump() + " is not a list of non-negative integers");
+      safetensors_load_fail(path, where + "shape " + shape->dump() + " is not a list of non-negative integers");
     }
     e.shape.push_back(dim.get<int64_t>());
   }
@@ -133,18 +133,18 @@ HeaderEntry entry_parse(const std::string& path, const std::string& name, const 
   const auto offsets = value.find("data_offsets");
   if (offsets == value.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
       !(*offsets)[1].is_number_unsigned()) {
-    safetensors_fail(path, where + "'data_offsets' must be two non-negative integers");
+    safetensors_load_fail(path, where + "'data_offsets' must be two non-negative integers");
   }
   e.begin = (*offsets)[0].get<uint64_t>();
   e.end = (*offsets)[1].get<uint64_t>();
-  if (e.begin > e.end) safetensors_fail(path, where + "data_offsets " + offsets_str(e.begin, e.end) + " are out of order (begin > end)");
+  if (e.begin > e.end) safetensors_load_fail(path, where + "data_offsets " + offsets_str(e.begin, e.end) + " are out of order (begin > end)");
 
   uint64_t nbytes = c10::elementSize(e.dtype->type);
   for (int64_t dim : e.shape) {
-    if (__builtin_mul_overflow(nbytes, uint64_t(dim), &nbytes)) safetensors_fail(path, where + "shape " + shape_str(e.shape) + " overflows");
+    if (__builtin_mul_overflow(nbytes, uint64_t(dim), &nbytes)) safetensors_load_fail(path, where + "shape " + shape_str(e.shape) + " overflows");
   }
   if (e.end - e.begin != nbytes) {
-    safetensors_fail(path, where + "size mismatch: data_offsets " + offsets_str(e.begin, e.end) + " hold " +
+    safetensors_load_fail(path, where + "size mismatch: data_offsets " + offsets_str(e.begin, e.end) + " hold " +
                                std::to_string(e.end - e.begin) + " bytes but " + e.dtype->name + " " + shape_str(e.shape) +
                                " needs " + std::to_string(nbytes));
   }
@@ -162,17 +162,17 @@ void entries_check_tiling(const std::string& path, std::vector<HeaderEntry>& ent
   for (const auto& e : entries) {
     const std::string where = "tensor '" + e.name + "': data_offsets " + offsets_str(e.begin, e.end);
     if (e.end > buffer_bytes) {
-      safetensors_fail(path, where + " reach beyond the end of the file (data buffer is " + std::to_string(buffer_bytes) + " bytes)");
+      safetensors_load_fail(path, where + " reach beyond the end of the file (data buffer is " + std::to_string(buffer_bytes) + " bytes)");
     }
-    if (e.begin < covered) safetensors_fail(path, where + " overlap tensor '" + previous->name + "'");
+    if (e.begin < covered) safetensors_load_fail(path, where + " overlap tensor '" + previous->name + "'");
     if (e.begin > covered) {
-      safetensors_fail(path, where + " leave a gap of " + std::to_string(e.begin - covered) + " bytes before them");
+      safetensors_load_fail(path, where + " leave a gap of " + std::to_string(e.begin - covered) + " bytes before them");
     }
     covered = e.end;
     previous = &e;
   }
   if (covered != buffer_bytes) {
-    safetensors_fail(path, std::to_string(buffer_bytes - covered) + " trailing bytes after the last tensor's data");
+    safetensors_load_fail(path, std::to_string(buffer_bytes - covered) + " trailing bytes after the last tensor's data");
   }
 }
 
@@ -180,24 +180,24 @@ void entries_check_tiling(const std::string& path, std::vector<HeaderEntry>& ent
 
 TensorMap safetensors_load(const std::string& path, std::map<std::string, std::string>* metadata) {
   const std::shared_ptr<MappedFile> file = file_map(path);
-  if (file->size < 8) safetensors_fail(path, "truncated file: " + std::to_string(file->size) + " bytes, no 8-byte header size");
+  if (file->size < 8) safetensors_load_fail(path, "truncated file: " + std::to_string(file->size) + " bytes, no 8-byte header size");
   uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | file->data[i];
   if (header_bytes > safetensors_max_header_bytes) {
-    safetensors_fail(path, "header size " + std::to_string(header_bytes) + " exceeds the limit of " +
+    safetensors_load_fail(path, "header size " + std::to_string(header_bytes) + " exceeds the limit of " +
                                std::to_string(safetensors_max_header_bytes) + " bytes");
   }
   if (header_bytes > file->size - 8) {
-    safetensors_fail(path, "truncated header: header size " + std::to_string(header_bytes) + " exceeds the " +
+    safetensors_load_fail(path, "truncated header: header size " + std::to_string(header_bytes) + " exceeds the " +
                                std::to_string(file->size - 8) + " bytes after the size field");
   }
   const std::string_view header_text(reinterpret_cast<const char*>(file->data + 8), header_bytes);
   const size_t bad = utf8_first_invalid(header_text);
   if (bad != std::string_view::npos) {
-    safetensors_fail(path, "header is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+    safetensors_load_fail(path, "header is not valid UTF-8 (byte " + std::to_string(bad) + ")");
   }
   const json header = header_parse(path, header_text.data(), header_bytes);
-  if (!header.is_object()) safetensors_fail(path, "header is not a JSON object");
+  if (!header.is_object()) safetensors_load_fail(path, "header is not a JSON object");
 
   std::vector<HeaderEntry> entries;
   if (metadata != nullptr) metadata->clear();
@@ -207,9 +207,9 @@ TensorMap safetensors_load(const std::string& path, std::map<std::string, std::s
       continue;
     }
     if (value.is_null()) continue;
-    if (!value.is_object()) safetensors_fail(path, "__metadata__ is not a JSON object");
+    if (!value.is_object()) safetensors_load_fail(path, "__metadata__ is not a JSON object");
     for (const auto& [mkey, mvalue] : value.items()) {
-      if (!mvalue.is_string()) safetensors_fail(path, "__metadata__ value of '" + mkey + "' is not a string");
+      if (!mvalue.is_string()) safetensors_load_fail(path, "__metadata__ value of '" + mkey + "' is not a string");
       if (metadata != nullptr) (*metadata)[mkey] = mvalue.get<std::string>();
     }
   }

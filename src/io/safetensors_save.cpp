@@ -12,7 +12,7 @@ namespace linear_ard::io {
 
 namespace {
 
-[[noreturn]] void safetensors_fail(const std::string& path, const std::string& what) {
+[[noreturn]] void safetensors_save_fail(const std::string& path, const std::string& what) {
   throw std::runtime_error("safetensors file " + path + ": " + what);
 }
 
@@ -29,11 +29,11 @@ void safetensors_save(const std::string& path, const TensorMap& tensors,
   std::vector<SaveItem> items;
   items.reserve(tensors.size());
   for (const auto& [name, tensor] : tensors) {
-    if (name == "__metadata__") safetensors_fail(path, "tensor name '__metadata__' is reserved");
-    if (!tensor.defined()) safetensors_fail(path, "tensor '" + name + "' is undefined");
+    if (name == "__metadata__") safetensors_save_fail(path, "tensor name '__metadata__' is reserved");
+    if (!tensor.defined()) safetensors_save_fail(path, "tensor '" + name + "' is undefined");
     const SafetensorsDtype* dtype = safetensors_dtype_of(tensor.scalar_type());
     if (dtype == nullptr) {
-      safetensors_fail(path, "tensor '" + name + "': dtype " + std::string(c10::toString(tensor.scalar_type())) +
+      safetensors_save_fail(path, "tensor '" + name + "': dtype " + std::string(c10::toString(tensor.scalar_type())) +
                                  " has no safetensors equivalent");
     }
     items.push_back({&name, dtype, tensor.detach().to(torch::kCPU).contiguous()});
@@ -58,7 +58,7 @@ void safetensors_save(const std::string& path, const TensorMap& tensors,
   try {
     text = header.dump();
   } catch (const nlohmann::json::type_error& e) {
-    safetensors_fail(path, std::string("a tensor name or metadata entry is not valid UTF-8: ") + e.what());
+    safetensors_save_fail(path, std::string("a tensor name or metadata entry is not valid UTF-8: ") + e.what());
   }
   text.append((8 - text.size() % 8) % 8, ' ');
 
@@ -71,7 +71,7 @@ void safetensors_save(const std::string& path, const TensorMap& tensors,
       const size_t nbytes = item.data.nbytes();
       ok = nbytes == 0 || std::fwrite(item.data.data_ptr(), 1, nbytes, f) == nbytes;
     }
-    if (!ok) safetensors_fail(path, "write failed (disk full?)");
+    if (!ok) safetensors_save_fail(path, "write failed (disk full?)");
   });
 }
 

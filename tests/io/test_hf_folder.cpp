@@ -34,8 +34,6 @@ class HfFolderTest : public IoTestDir {
   }
 };
 
-}  // namespace
-
 TEST_F(HfFolderTest, RoundTrips) {
   const HfFolder saved = folder_sample();
   HfFolderSaveOptions options;
@@ -95,3 +93,5 @@ TEST_F(HfFolderTest, ReplacesOnlyWhenAskedAndLeavesNothingBehind) {
   EXPECT_EQ(names, (std::set<std::string>{"empty", "src"}));
   EXPECT_THROW(hf_folder_load(path("src")), std::runtime_error);  // no config.json
 }
+
+}  // namespace

@@ -31,8 +31,6 @@ void expect_same(const TensorMap& a, const TensorMap& b) {
   }
 }
 
-}  // namespace
-
 TEST_F(HfWeights, ShardsLikeTransformers) {
   const TensorMap tensors = tensors_sample();
   hf_weights_save(dir_.string(), tensors, 250);
@@ -93,3 +91,5 @@ TEST_F(HfWeights, RefusesBadIndexesAndEmptyFolders) {
   EXPECT_THROW(hf_weights_save(dir_.string(), {}, 100), std::runtime_error);
   EXPECT_THROW(hf_weights_save(dir_.string(), tensors_sample(), 0), std::runtime_error);
 }
+
+}  // namespace

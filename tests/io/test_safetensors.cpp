@@ -43,8 +43,6 @@ std::string file_bytes(const std::string& path) {
 const char* all_dtypes[] = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL",
                             "U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "C64"};
 
-}  // namespace
-
 TEST_F(Safetensors, RoundTripsEveryDtypeAndShape) {
   TensorMap tensors;
   uint64_t seed = 0;
@@ -151,3 +149,5 @@ TEST_F(Safetensors, AtomicWriteLeavesNothingWhenTheWriterFails) {
   EXPECT_EQ(file_bytes(file), "old");
   EXPECT_FALSE(fs::exists(file_tmp_name(file)));
 }
+
+}  // namespace

@@ -80,8 +80,6 @@ void expect_load_error(const std::string& file, const std::string& expected) {
   }
 }
 
-}  // namespace
-
 TEST_P(SafetensorsMalformed, IsRefusedWithAClearMessage) {
   const std::string file = path("bad.safetensors");
   std::ofstream(file, std::ios::binary) << file_raw(GetParam());
@@ -124,3 +122,5 @@ TEST_F(SafetensorsEdge, AcceptsAnyEntryOrderAndMisalignedData) {
   EXPECT_TRUE(t.at("flag").item<bool>());
   EXPECT_EQ(t.at("none").numel(), 0);
 }
+
+}  // namespace

@@ -43,8 +43,6 @@ class TextDatasetTest : public IoTestDir {
 
 using Docs = std::vector<std::string>;
 
-}  // namespace
-
 TEST_F(TextDatasetTest, FormatFollowsTheNameAndAJsonFilesFirstCharacter) {
   EXPECT_EQ(text_format_of({write("a.jsonl", "[\"x\"]\n")}), TextFormat::kJsonLines);
   EXPECT_EQ(text_format_of({write("b.JSONL", "{}\n")}), TextFormat::kJsonLines);
@@ -179,3 +177,5 @@ TEST_F(TextDatasetTest, ParquetAndFoldersAreRefusedClearly) {
     EXPECT_NE(std::string(err.what()).find("is a folder"), std::string::npos) << err.what();
   }
 }
+
+}  // namespace

@@ -2,22 +2,18 @@
 // where the sample lands, and the loss weights of its answer tokens.
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
 
 #include "linear_ard/io/tokenizer.h"      // defines: tokenizer_load
 #include "linear_ard/train/block_mix.h"  // defines: block_mix, BlockMix, MixSample
+#include "demo_tokenizer.h"                // defines: demo_tokenizer
 
 namespace {
 
 using namespace linear_ard;
-
-const io::Tokenizer& demo_tokenizer() {
-  static const std::unique_ptr<io::Tokenizer> tokenizer = io::tokenizer_load(LINEAR_ARD_DEMO_MODEL);
-  return *tokenizer;
-}
+using train::demo_tokenizer;
 
 std::vector<int32_t> corpus_block(int64_t n) {
   std::vector<int32_t> block(static_cast<size_t>(n));

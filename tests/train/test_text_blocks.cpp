@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
@@ -20,18 +19,15 @@
 #include "linear_ard/io/tokenizer.h"        // defines: tokenizer_load
 #include "linear_ard/train/text_blocks.h"   // defines: TextBlocks
 #include "linear_ard/train/token_stream.h"  // defines: TokenStream
+#include "demo_tokenizer.h"                 // defines: demo_tokenizer
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace linear_ard;
+using train::demo_tokenizer;
 using train::TextBlocks;
 using train::TokenStream;
-
-const io::Tokenizer& demo_tokenizer() {
-  static const std::unique_ptr<io::Tokenizer> tokenizer = io::tokenizer_load(LINEAR_ARD_DEMO_MODEL);
-  return *tokenizer;
-}
 
 // A .npy file of ids 0, 1, ..., n - 1 (uint32), so that every id names its position in a pass; named
 // by the process, since ctest runs this file's tests side by side.
