@@ -39,10 +39,13 @@ def test_tables_against_scipy(tmp_path):
     all_pairs = {"ard": [], "cpt_qkv": []}
     run_pairs = {"ard": [], "cpt_qkv": []}
     # ard below cpt_qkv at the small budget (divisor 16) and above it at the full one: one crossing.
+    # A seed's two arms share its level (the pairing) and differ by the shift within +-0.02, so the
+    # paired interval (at most t(2) * 0.023 / sqrt(3) = 0.06 wide each side) never reaches zero.
     for d, shift in ((16, -0.2), (1, 0.2)):
         for seed in range(3):
+            level = rng.uniform(0.3, 0.4)
             for arm in ("ard", "cpt_qkv"):
-                value = rng.uniform(0.3, 0.4) + (shift if arm == "ard" else 0.0)
+                value = level + (shift + rng.uniform(-0.02, 0.02) if arm == "ard" else 0.0)
                 kl[(d, arm, seed)] = value
                 pairs = [(rng.uniform(1, 5), rng.uniform(0.1, 2)) for _ in range(4)]
                 all_pairs[arm] += pairs
