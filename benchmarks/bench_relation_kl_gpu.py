@@ -148,6 +148,84 @@ def plot_memory(results, path):
     fig.savefig(path, dpi=100)
 
 
+def size_row(n, no_naive):
+    """Ours (default and deterministic backward), SDPA and the naive dense baseline at length n: a row."""
+    xs, xt = inputs(n)
+    reps = 10 if n <= 8192 else 5
+    fwd, bwd, fwd_bwd = ours_fns(xs, xt)
+    t_f, t_b, t_fb = time_ms(fwd, reps), time_ms(bwd, reps), time_ms(fwd_bwd, reps)
+    mem = peak_extra_gib(fwd_bwd)
+    _, det_bwd, det_fwd_bwd = ours_fns(xs, xt, deterministic=True)
+    t_db, t_dfb = time_ms(det_bwd, reps), time_ms(det_fwd_bwd, reps)
+    t_sdpa = time_ms(sdpa_fwd_bwd(xs), reps)
+    naive_ms, naive_mem = None, None
+    try:
+        if not no_naive:
+            run = naive_fwd_bwd(xs, xt)
+            naive_ms = time_ms(run, 3, warmup=1)
+            naive_mem = peak_extra_gib(run)
+    except torch.OutOfMemoryError:
+        pass
+    del xs, xt
+    torch.cuda.empty_cache()
+    return dict(n=n, fwd_ms=t_f, bwd_ms=t_b, fwd_bwd_ms=t_fb, tflops=useful_tflops(n, H, t_fb), peak_gib=mem,
+                naive_ms=naive_ms, naive_gib=naive_mem, sdpa_ms=t_sdpa, det_bwd_ms=t_db, det_fwd_bwd_ms=t_dfb)
+
+
+def size_rows(sizes, no_naive):
+    print("| n | ours fwd ms (share) | ours bwd ms (share) | ours fwd+bwd ms | useful TFLOP/s | ours peak GiB "
+          "| naive ms (peak GiB) | SDPA fwd+bwd ms | ours/SDPA | naive/ours "
+          "| deterministic bwd ms | deterministic fwd+bwd ms (x default) | deterministic/SDPA |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for n in sizes:
+        r = size_row(n, no_naive)
+        rows.append(r)
+        naive = f"{r['naive_ms']:.2f} ({r['naive_gib']:.1f})" if r["naive_ms"] else ("-" if no_naive else "out of memory")
+        ratio = f"{r['naive_ms'] / r['fwd_bwd_ms']:.1f}x" if r["naive_ms"] else "-"
+        t_f, t_b, t_fb, t_sdpa, t_dfb = r["fwd_ms"], r["bwd_ms"], r["fwd_bwd_ms"], r["sdpa_ms"], r["det_fwd_bwd_ms"]
+        share_f = t_f / (t_f + t_b)
+        print(f"| {n // 1024}K | {t_f:.3f} ({share_f:.0%}) | {t_b:.3f} ({1 - share_f:.0%}) | {t_fb:.3f} | "
+              f"{r['tflops']:.0f} | {r['peak_gib']:.3f} | {naive} | {t_sdpa:.3f} | {t_fb / t_sdpa:.2f}x | {ratio} | "
+              f"{r['det_bwd_ms']:.3f} | {t_dfb:.3f} ({t_dfb / t_fb:.2f}x) | {t_dfb / t_sdpa:.2f}x |", flush=True)
+    return rows
+
+
+def memory_curve():
+    print("\nmemory vs n (ours, fwd+bwd, one run each; time is that one run):")
+    print("| n | peak extra GiB | fwd+bwd ms | useful TFLOP/s |")
+    print("|---|---|---|---|")
+    curve = []
+    for n in (1024, 4096, 16384, 65536, 131072, 262144):
+        xs, xt = inputs(n)
+        _, _, fwd_bwd = ours_fns(xs, xt)
+        mem = peak_extra_gib(fwd_bwd)
+        ms = time_ms(fwd_bwd, 1, warmup=0)
+        curve.append(dict(n=n, peak_gib=mem, fwd_bwd_ms=ms))
+        print(f"| {n // 1024}K | {mem:.3f} | {ms:.1f} | {useful_tflops(n, H, ms):.0f} |", flush=True)
+        del xs, xt
+        torch.cuda.empty_cache()
+    return curve
+
+
+def llama3_8b_rows():
+    print("\nLLaMA-3-8B final layer, three relations Q/Q (32 heads), K/K and V/V (8 heads), d=128, fwd+bwd:")
+    print("| n | Q/Q ms | K/K ms | V/V ms | total ms | deterministic total ms (x default) |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for n in (4096, 8192):
+        pairs = (inputs(n, 32, 1), inputs(n, 8, 2), inputs(n, 8, 3))
+        fns = [ours_fns(a, b)[2] for a, b in pairs]
+        det_fns = [ours_fns(a, b, deterministic=True)[2] for a, b in pairs]
+        times = [time_ms(f, 5) for f in fns]
+        total = time_ms(lambda: [f() for f in fns], 5)
+        det_total = time_ms(lambda: [f() for f in det_fns], 5)
+        rows.append(dict(n=n, q_ms=times[0], k_ms=times[1], v_ms=times[2], total_ms=total, det_total_ms=det_total))
+        print(f"| {n // 1024}K | {times[0]:.2f} | {times[1]:.2f} | {times[2]:.2f} | {total:.2f} | "
+              f"{det_total:.2f} ({det_total / total:.2f}x) |", flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -164,81 +242,18 @@ def main():
     torch.ops.load_library(os.environ["LINEAR_ARD_LIBRARY"])
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; B=1 H={H} d={D} causal bf16 self-relation")
-    results = {"device": dev, "rows": [], "memory_curve": [], "llama3_8b": []}
-
     sizes = [1024, 2048, 4096, 8192, 16384] + ([] if args.quick else [32768])
     if args.sizes:
         sizes = [int(v) for v in args.sizes.split(",")]
-    print("| n | ours fwd ms (share) | ours bwd ms (share) | ours fwd+bwd ms | useful TFLOP/s | ours peak GiB "
-          "| naive ms (peak GiB) | SDPA fwd+bwd ms | ours/SDPA | naive/ours "
-          "| deterministic bwd ms | deterministic fwd+bwd ms (x default) | deterministic/SDPA |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for n in sizes:
-        xs, xt = inputs(n)
-        reps = 10 if n <= 8192 else 5
-        fwd, bwd, fwd_bwd = ours_fns(xs, xt)
-        t_f, t_b, t_fb = time_ms(fwd, reps), time_ms(bwd, reps), time_ms(fwd_bwd, reps)
-        mem = peak_extra_gib(fwd_bwd)
-        _, det_bwd, det_fwd_bwd = ours_fns(xs, xt, deterministic=True)
-        t_db, t_dfb = time_ms(det_bwd, reps), time_ms(det_fwd_bwd, reps)
-        t_sdpa = time_ms(sdpa_fwd_bwd(xs), reps)
-        naive_ms, naive_mem = None, None
-        try:
-            if not args.no_naive:
-                run = naive_fwd_bwd(xs, xt)
-                naive_ms = time_ms(run, 3, warmup=1)
-                naive_mem = peak_extra_gib(run)
-        except torch.OutOfMemoryError:
-            pass
-        torch.cuda.empty_cache()
-        row = dict(n=n, fwd_ms=t_f, bwd_ms=t_b, fwd_bwd_ms=t_fb, tflops=useful_tflops(n, H, t_fb), peak_gib=mem,
-                   naive_ms=naive_ms, naive_gib=naive_mem, sdpa_ms=t_sdpa, det_bwd_ms=t_db, det_fwd_bwd_ms=t_dfb)
-        results["rows"].append(row)
-        naive = f"{naive_ms:.2f} ({naive_mem:.1f})" if naive_ms else ("-" if args.no_naive else "out of memory")
-        ratio = f"{naive_ms / t_fb:.1f}x" if naive_ms else "-"
-        share_f = t_f / (t_f + t_b)
-        print(f"| {n // 1024}K | {t_f:.3f} ({share_f:.0%}) | {t_b:.3f} ({1 - share_f:.0%}) | {t_fb:.3f} | "
-              f"{row['tflops']:.0f} | {mem:.3f} | {naive} | {t_sdpa:.3f} | {t_fb / t_sdpa:.2f}x | {ratio} | "
-              f"{t_db:.3f} | {t_dfb:.3f} ({t_dfb / t_fb:.2f}x) | {t_dfb / t_sdpa:.2f}x |", flush=True)
-        del xs, xt
-
+    results = {"device": dev, "rows": size_rows(sizes, args.no_naive), "memory_curve": [], "llama3_8b": []}
     if args.sizes:
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
         return
     if not args.quick:
-        print("\nmemory vs n (ours, fwd+bwd, one run each; time is that one run):")
-        print("| n | peak extra GiB | fwd+bwd ms | useful TFLOP/s |")
-        print("|---|---|---|---|")
-        for n in (1024, 4096, 16384, 65536, 131072, 262144):
-            xs, xt = inputs(n)
-            _, _, fwd_bwd = ours_fns(xs, xt)
-            mem = peak_extra_gib(fwd_bwd)
-            ms = time_ms(fwd_bwd, 1, warmup=0)
-            results["memory_curve"].append(dict(n=n, peak_gib=mem, fwd_bwd_ms=ms))
-            print(f"| {n // 1024}K | {mem:.3f} | {ms:.1f} | {useful_tflops(n, H, ms):.0f} |", flush=True)
-            del xs, xt
-            torch.cuda.empty_cache()
-
-    print("\nLLaMA-3-8B final layer, three relations Q/Q (32 heads), K/K and V/V (8 heads), d=128, fwd+bwd:")
-    print("| n | Q/Q ms | K/K ms | V/V ms | total ms | deterministic total ms (x default) |")
-    print("|---|---|---|---|---|---|")
-    for n in (4096, 8192):
-        q_s, q_t = inputs(n, 32, 1)
-        k_s, k_t = inputs(n, 8, 2)
-        v_s, v_t = inputs(n, 8, 3)
-        pairs = ((q_s, q_t), (k_s, k_t), (v_s, v_t))
-        fns = [ours_fns(a, b)[2] for a, b in pairs]
-        det_fns = [ours_fns(a, b, deterministic=True)[2] for a, b in pairs]
-        times = [time_ms(f, 5) for f in fns]
-        total = time_ms(lambda: [f() for f in fns], 5)
-        det_total = time_ms(lambda: [f() for f in det_fns], 5)
-        results["llama3_8b"].append(dict(n=n, q_ms=times[0], k_ms=times[1], v_ms=times[2], total_ms=total,
-                                         det_total_ms=det_total))
-        print(f"| {n // 1024}K | {times[0]:.2f} | {times[1]:.2f} | {times[2]:.2f} | {total:.2f} | "
-              f"{det_total:.2f} ({det_total / total:.2f}x) |", flush=True)
-
+        results["memory_curve"] = memory_curve()
+    results["llama3_8b"] = llama3_8b_rows()
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench_relation_kl_gpu.json"), "w") as f:
         json.dump(results, f, indent=1)

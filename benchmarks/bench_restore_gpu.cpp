@@ -177,9 +177,7 @@ Measured case_run(const Case& c, const train::RestoreConfig& config, const model
   return m;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   bool tiny = false;
   int steps = 5, warmup = 2;
   bool checkpoint_layers = true;
@@ -188,46 +186,103 @@ int main(int argc, char** argv) {
   std::string trainable = "qkv";
   int64_t lora_rank = 1024;
   std::string profile_dir;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      const auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--tiny") tiny = true;
-      else if (a == "--steps") steps = std::stoi(value());
-      else if (a == "--warmup") warmup = std::stoi(value());
-      else if (a == "--no-checkpoint-layers") checkpoint_layers = false;
-      else if (a == "--overlap-teacher") overlap_teacher = true;
-      else if (a == "--no-overlap-teacher") overlap_teacher = false;
-      else if (a == "--cases") cases_text = value();
-      else if (a == "--trainable") trainable = value();
-      else if (a == "--lora-rank") lora_rank = std::stoll(value());
-      else if (a == "--profile") profile_dir = value();
-      else throw std::invalid_argument("unknown option " + a + " (see the header of bench_restore_gpu.cpp)");
-    }
-    if (steps < 1 || warmup < 0) throw std::invalid_argument("--steps must be >= 1 and --warmup >= 0");
-    if (trainable != "qkv" && trainable != "lora_qkv") throw std::invalid_argument("--trainable must be qkv or lora_qkv");
-    if (lora_rank < 1) throw std::invalid_argument("--lora-rank must be >= 1");
-    if (cases_text.empty())
-      cases_text = tiny ? "last1:64,last1:128,last1:256,last1:512,all:256"
-                        : "last1:1024,last1:2048,last1:4096,last1:8192,all:4096";
-    const std::vector<Case> cases = cases_parse(cases_text);
+};
 
+Options options_parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--tiny") o.tiny = true;
+    else if (a == "--steps") o.steps = std::stoi(value());
+    else if (a == "--warmup") o.warmup = std::stoi(value());
+    else if (a == "--no-checkpoint-layers") o.checkpoint_layers = false;
+    else if (a == "--overlap-teacher") o.overlap_teacher = true;
+    else if (a == "--no-overlap-teacher") o.overlap_teacher = false;
+    else if (a == "--cases") o.cases_text = value();
+    else if (a == "--trainable") o.trainable = value();
+    else if (a == "--lora-rank") o.lora_rank = std::stoll(value());
+    else if (a == "--profile") o.profile_dir = value();
+    else throw std::invalid_argument("unknown option " + a + " (see the header of bench_restore_gpu.cpp)");
+  }
+  if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("--steps must be >= 1 and --warmup >= 0");
+  if (o.trainable != "qkv" && o.trainable != "lora_qkv") throw std::invalid_argument("--trainable must be qkv or lora_qkv");
+  if (o.lora_rank < 1) throw std::invalid_argument("--lora-rank must be >= 1");
+  if (o.cases_text.empty())
+    o.cases_text = o.tiny ? "last1:64,last1:128,last1:256,last1:512,all:256"
+                          : "last1:1024,last1:2048,last1:4096,last1:8192,all:4096";
+  return o;
+}
+
+// The trainer's defaults (lr, clipping, lambdas, objective) with the paper's setting.
+train::RestoreConfig restore_config_make(const Options& o) {
+  train::RestoreConfig config;
+  config.trainable = o.trainable == "qkv" ? train::Trainable::kQkv : train::Trainable::kLoraQkv;
+  config.lora.rank = o.lora_rank;
+  config.lora.alpha = 2.0 * static_cast<double>(o.lora_rank);
+  config.checkpoint_layers = o.checkpoint_layers;
+  config.overlap_teacher = o.overlap_teacher;
+  return config;
+}
+
+void header_print(const Options& o, const model::ModelConfig& mc, const model::DeviceChoice& choice, double made_s) {
+  const std::string trainable = o.trainable == "qkv"
+                                    ? "qkv (fp32 masters, AdamW)"
+                                    : "lora_qkv r=" + std::to_string(o.lora_rank) + " (fp32 adapters, AdamW)";
+  std::printf("bench_restore_gpu: %s shape (hidden %ld, %ld layers, %ld heads, ffn %ld, vocab %ld), %s %s, "
+              "random weights made in %.1f s; student PI x8; trainable %s; "
+              "checkpoint_layers %s; overlap_teacher %s; batch 1; median of %d steps after %d warm-up\n",
+              o.tiny ? "tiny" : "LLaMA-2-7B", static_cast<long>(mc.hidden_size), static_cast<long>(mc.num_hidden_layers),
+              static_cast<long>(mc.num_attention_heads), static_cast<long>(mc.intermediate_size),
+              static_cast<long>(mc.vocab_size), choice.device_name.c_str(), choice.dtype_name.c_str(), made_s,
+              trainable.c_str(), o.checkpoint_layers ? "on" : "off", o.overlap_teacher ? "on" : "off", o.steps,
+              o.warmup);
+  std::printf("\n| layers distilled | ctx | step s | tokens/s | peak GiB | paper App. C step s | paper tokens/s "
+              "| x paper | authors' code, H200 tokens/s (peak GiB) | target |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);
+}
+
+// One table row: the measurement, the paper's figures and the authors' beside it, the target's verdict.
+void row_print(const Case& c, const Measured& m, bool tiny, int64_t num_layers, int64_t batch_size) {
+  const std::string scope = c.scope == "all" ? "all " + std::to_string(num_layers) : "last 1";
+  const std::optional<Reference> ref = tiny ? std::nullopt : reference_for(c);
+  char measured[128], paper[128] = "| - | - | - ", authors[64] = "-", target[96] = "-";
+  const double tokens_per_s = m.oom ? 0 : static_cast<double>(c.ctx * batch_size) / m.step_s;
+  if (m.oom) std::snprintf(measured, sizeof measured, "| out of memory | - | - ");
+  else std::snprintf(measured, sizeof measured, "| %.3f | %.0f | %.1f ", m.step_s, tokens_per_s, m.peak_bytes / (1 << 30));
+  if (ref) {
+    if (m.oom) std::snprintf(paper, sizeof paper, "| %.2f | %.1f | - ", ref->paper_step_s, ref->paper_tokens_per_s);
+    else std::snprintf(paper, sizeof paper, "| %.2f | %.1f | %.2fx ", ref->paper_step_s, ref->paper_tokens_per_s,
+                       tokens_per_s / ref->paper_tokens_per_s);
+    if (ref->authors_h200_tokens_per_s > 0)
+      std::snprintf(authors, sizeof authors, "%.0f (%.1f)", ref->authors_h200_tokens_per_s, ref->authors_h200_peak_gib);
+  }
+  if (!tiny && c.scope == "last1" && c.ctx == 4096) {
+    const bool met = !m.oom && tokens_per_s >= kTargetTokensPerS && m.peak_bytes <= kTargetPeakGb * 1e9;
+    std::snprintf(target, sizeof target, ">= %.0f tok/s, <= %.0f GB: %s (%.1f GB)", kTargetTokensPerS,
+                  kTargetPeakGb, met ? "met" : "MISSED", m.peak_bytes / 1e9);
+  }
+  std::printf("| %s | %ld %s%s| %s | %s |\n", scope.c_str(), static_cast<long>(c.ctx), measured, paper, authors, target);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = options_parse(argc, argv);
+    const std::vector<Case> cases = cases_parse(o.cases_text);
     const model::DeviceChoice choice = model::device_choice_resolve("auto", "auto", "device", "dtype");
-    const model::ModelConfig mc = config_make(tiny);
+    const model::ModelConfig mc = config_make(o.tiny);
     for (const Case& c : cases)
       if (c.ctx > mc.max_position_embeddings)
         throw std::invalid_argument("--cases: ctx " + std::to_string(c.ctx) + " beyond the model's " +
                                     std::to_string(mc.max_position_embeddings) + " positions");
-    // The trainer's defaults (lr, clipping, lambdas, objective) with the paper's setting.
-    train::RestoreConfig config;
-    config.trainable = trainable == "qkv" ? train::Trainable::kQkv : train::Trainable::kLoraQkv;
-    config.lora.rank = lora_rank;
-    config.lora.alpha = 2.0 * static_cast<double>(lora_rank);
-    config.checkpoint_layers = checkpoint_layers;
-    config.overlap_teacher = overlap_teacher;
+    const train::RestoreConfig config = restore_config_make(o);
 
     const auto t0 = Clock::now();
     const model::LlamaWeights weights = model::llama_weights_random(mc, choice.dtype, choice.device, /*seed=*/0);
@@ -237,47 +292,11 @@ int main(int argc, char** argv) {
     scaled.type = model::RopeType::kLinear;
     scaled.factor = 8.0;
     const model::RopeTables student_rope = model::rope_tables_init(mc, scaled);
-    std::printf("bench_restore_gpu: %s shape (hidden %ld, %ld layers, %ld heads, ffn %ld, vocab %ld), %s %s, "
-                "random weights made in %.1f s; student PI x8; trainable %s; "
-                "checkpoint_layers %s; overlap_teacher %s; batch 1; median of %d steps after %d warm-up\n",
-                tiny ? "tiny" : "LLaMA-2-7B", static_cast<long>(mc.hidden_size), static_cast<long>(mc.num_hidden_layers),
-                static_cast<long>(mc.num_attention_heads), static_cast<long>(mc.intermediate_size),
-                static_cast<long>(mc.vocab_size), choice.device_name.c_str(), choice.dtype_name.c_str(),
-                std::chrono::duration<double>(Clock::now() - t0).count(),
-                trainable == "qkv" ? "qkv (fp32 masters, AdamW)"
-                                   : ("lora_qkv r=" + std::to_string(lora_rank) + " (fp32 adapters, AdamW)").c_str(),
-                checkpoint_layers ? "on" : "off", overlap_teacher ? "on" : "off", steps,
-                warmup);
-    std::fflush(stdout);
-
-    std::printf("\n| layers distilled | ctx | step s | tokens/s | peak GiB | paper App. C step s | paper tokens/s "
-                "| x paper | authors' code, H200 tokens/s (peak GiB) | target |\n"
-                "|---|---|---|---|---|---|---|---|---|---|\n");
-    std::fflush(stdout);
+    header_print(o, mc, choice, std::chrono::duration<double>(Clock::now() - t0).count());
     for (const Case& c : cases) {
-      const Measured m = case_run(c, config, weights, teacher_rope, student_rope, choice.device, choice.dtype, warmup, steps,
-                                    profile_dir);
-      const std::string scope = c.scope == "all" ? "all " + std::to_string(mc.num_hidden_layers) : "last 1";
-      const std::optional<Reference> ref = tiny ? std::nullopt : reference_for(c);
-      char measured[128], paper[128] = "| - | - | - ", authors[64] = "-", target[96] = "-";
-      const double tokens_per_s = m.oom ? 0 : static_cast<double>(c.ctx * config.batch_size) / m.step_s;
-      if (m.oom) std::snprintf(measured, sizeof measured, "| out of memory | - | - ");
-      else std::snprintf(measured, sizeof measured, "| %.3f | %.0f | %.1f ", m.step_s, tokens_per_s, m.peak_bytes / (1 << 30));
-      if (ref) {
-        if (m.oom) std::snprintf(paper, sizeof paper, "| %.2f | %.1f | - ", ref->paper_step_s, ref->paper_tokens_per_s);
-        else std::snprintf(paper, sizeof paper, "| %.2f | %.1f | %.2fx ", ref->paper_step_s, ref->paper_tokens_per_s,
-                           tokens_per_s / ref->paper_tokens_per_s);
-        if (ref->authors_h200_tokens_per_s > 0)
-          std::snprintf(authors, sizeof authors, "%.0f (%.1f)", ref->authors_h200_tokens_per_s, ref->authors_h200_peak_gib);
-      }
-      if (!tiny && c.scope == "last1" && c.ctx == 4096) {
-        const bool met = !m.oom && tokens_per_s >= kTargetTokensPerS && m.peak_bytes <= kTargetPeakGb * 1e9;
-        std::snprintf(target, sizeof target, ">= %.0f tok/s, <= %.0f GB: %s (%.1f GB)", kTargetTokensPerS,
-                      kTargetPeakGb, met ? "met" : "MISSED", m.peak_bytes / 1e9);
-      }
-      std::printf("| %s | %ld %s%s| %s | %s |\n", scope.c_str(), static_cast<long>(c.ctx), measured, paper, authors,
-                  target);
-      std::fflush(stdout);
+      const Measured m = case_run(c, config, weights, teacher_rope, student_rope, choice.device, choice.dtype,
+                                  o.warmup, o.steps, o.profile_dir);
+      row_print(c, m, o.tiny, mc.num_hidden_layers, config.batch_size);
     }
     std::printf("\npaper App. C: one RTX PRO 6000 (96 GB), 20-step averages; authors' code: their train.py (peft "
                 "LoRA r=1024 on q/k/v, gradient checkpointing) around their Triton kernels on one H200, "

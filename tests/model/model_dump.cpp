@@ -86,95 +86,114 @@ void dump_gradients(const model::LlamaWeights& weights, const model::RopeTables&
   }
 }
 
-int run(int argc, char** argv) {
-  if (argc < 3) {
-    std::cerr << "usage: model_dump MODEL_DIR OUT.safetensors --ids ROWS [options]\n";
-    return 2;
-  }
-  const std::string folder = argv[1], out_path = argv[2];
+struct Args {
+  std::string folder, out_path;
   std::string ids_text, mask_text, layers_text, dtype_name = "float32", device_name = "cpu";
   std::string config_out, student_rope, save_folder;
   int64_t generate = 0;
   std::optional<int64_t> stop_after;
   bool grad_check = false;
+};
+
+Args args_parse(int argc, char** argv) {
+  Args a{argv[1], argv[2]};
   for (int i = 3; i < argc; ++i) {
-    const std::string a = argv[i];
+    const std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++i];
     };
-    if (a == "--ids") ids_text = value();
-    else if (a == "--mask") mask_text = value();
-    else if (a == "--qkv-layers") layers_text = value();
-    else if (a == "--dtype") dtype_name = value();
-    else if (a == "--device") device_name = value();
-    else if (a == "--generate") generate = std::stoll(value());
-    else if (a == "--stop-after") stop_after = std::stoll(value());
-    else if (a == "--grad-check") grad_check = true;
-    else if (a == "--write-config") config_out = value();
-    else if (a == "--student-rope") student_rope = value();
-    else if (a == "--save-folder") save_folder = value();
-    else throw std::invalid_argument("unknown argument " + a);
+    if (arg == "--ids") a.ids_text = value();
+    else if (arg == "--mask") a.mask_text = value();
+    else if (arg == "--qkv-layers") a.layers_text = value();
+    else if (arg == "--dtype") a.dtype_name = value();
+    else if (arg == "--device") a.device_name = value();
+    else if (arg == "--generate") a.generate = std::stoll(value());
+    else if (arg == "--stop-after") a.stop_after = std::stoll(value());
+    else if (arg == "--grad-check") a.grad_check = true;
+    else if (arg == "--write-config") a.config_out = value();
+    else if (arg == "--student-rope") a.student_rope = value();
+    else if (arg == "--save-folder") a.save_folder = value();
+    else throw std::invalid_argument("unknown argument " + arg);
   }
-  const torch::Device device(device_name);
-  const auto dtype = parse_dtype(dtype_name);
+  return a;
+}
 
-  io::HfFolder hf = io::hf_folder_load(folder, /*load_weights=*/true);
+// The folder's weights in the requested device and dtype, under the student RoPE when one is given;
+// writes the config and a copy of the folder on request.
+model::LlamaWeights weights_load(const Args& a) {
+  io::HfFolder hf = io::hf_folder_load(a.folder, /*load_weights=*/true);
   const model::ModelConfig config =
-      student_rope.empty() ? hf.model_config
-                           : model::rope_compose(hf.model_config, io::hf_rope_dict_from_json(
-                                                                      nlohmann::json::parse(student_rope), hf.model_config.rope));
-  if (!config_out.empty())
-    io::json_file_write(config_out + "/config.json", io::hf_config_to_json(config, hf.config));
-  if (!save_folder.empty()) io::hf_folder_save(save_folder, hf);
+      a.student_rope.empty() ? hf.model_config
+                             : model::rope_compose(hf.model_config, io::hf_rope_dict_from_json(
+                                                                        nlohmann::json::parse(a.student_rope), hf.model_config.rope));
+  if (!a.config_out.empty())
+    io::json_file_write(a.config_out + "/config.json", io::hf_config_to_json(config, hf.config));
+  if (!a.save_folder.empty()) io::hf_folder_save(a.save_folder, hf);
   io::TensorMap tensors = std::move(hf.weights);
+  const torch::Device device(a.device_name);
+  const auto dtype = parse_dtype(a.dtype_name);
   for (auto& [name, t] : tensors) t = t.to(device, dtype);
-  const model::LlamaWeights weights = model::llama_weights_from_map(config, std::move(tensors));
-  const model::RopeTables rope = model::rope_tables_init(config);
-  const model::Overrides none;
+  return model::llama_weights_from_map(config, std::move(tensors));
+}
 
-  auto ids = parse_rows(ids_text).to(device);
+// Logits, hidden states, the captured Q/K/V, and (with stop_after) the early-stopped forward's Q/K/V.
+void dump_forward(const model::LlamaWeights& weights, const model::RopeTables& rope, const torch::Tensor& ids,
+                  const model::ForwardOptions& options, std::optional<int64_t> stop_after, io::TensorMap& out) {
+  torch::NoGradGuard no_grad;
+  const model::Overrides none;
+  auto result = model::model_forward(weights, rope, none, ids, options);
+  out["logits"] = result.logits;
+  for (size_t i = 0; i < result.hidden_states.size(); ++i)
+    out["hidden_states." + std::to_string(i)] = result.hidden_states[i];
+  for (const auto& [layer, qkv] : result.qkv) {
+    out["q." + std::to_string(layer)] = qkv.q;
+    out["k." + std::to_string(layer)] = qkv.k;
+    out["v." + std::to_string(layer)] = qkv.v;
+  }
+  if (!stop_after) return;
+  model::ForwardOptions stop = options;
+  stop.stop_after_qkv_layer = stop_after;
+  stop.capture_qkv_layers.clear();
+  stop.output_hidden_states = false;
+  auto early = model::model_forward(weights, rope, none, ids, stop);
+  const int64_t layer = early.qkv.begin()->first;
+  out["stop.q." + std::to_string(layer)] = early.qkv.at(layer).q;
+  out["stop.k." + std::to_string(layer)] = early.qkv.at(layer).k;
+  out["stop.v." + std::to_string(layer)] = early.qkv.at(layer).v;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: model_dump MODEL_DIR OUT.safetensors --ids ROWS [options]\n";
+    return 2;
+  }
+  const Args a = args_parse(argc, argv);
+  const torch::Device device(a.device_name);
+  const model::LlamaWeights weights = weights_load(a);
+  const model::ModelConfig& config = weights.config;
+  const model::RopeTables rope = model::rope_tables_init(config);
+
+  auto ids = parse_rows(a.ids_text).to(device);
   model::ForwardOptions options;
   options.output_hidden_states = true;
-  if (!mask_text.empty()) options.attention_mask = parse_rows(mask_text).to(device);
-  if (!layers_text.empty()) options.capture_qkv_layers = parse_list(layers_text);
+  if (!a.mask_text.empty()) options.attention_mask = parse_rows(a.mask_text).to(device);
+  if (!a.layers_text.empty()) options.capture_qkv_layers = parse_list(a.layers_text);
 
   io::TensorMap out;
   // The frequencies HF's rotary module holds after a forward over these positions.
   const auto freqs = model::rope_frequencies(config, config.rope, ids.size(1));
   out["rope.inv_freq"] = freqs.inv_freq;
   out["rope.attention_scaling"] = torch::tensor({freqs.attention_scaling}, torch::kDouble);
-  {
-    torch::NoGradGuard no_grad;
-    auto result = model::model_forward(weights, rope, none, ids, options);
-    out["logits"] = result.logits;
-    for (size_t i = 0; i < result.hidden_states.size(); ++i)
-      out["hidden_states." + std::to_string(i)] = result.hidden_states[i];
-    for (const auto& [layer, qkv] : result.qkv) {
-      out["q." + std::to_string(layer)] = qkv.q;
-      out["k." + std::to_string(layer)] = qkv.k;
-      out["v." + std::to_string(layer)] = qkv.v;
-    }
-    if (stop_after) {
-      model::ForwardOptions stop = options;
-      stop.stop_after_qkv_layer = stop_after;
-      stop.capture_qkv_layers.clear();
-      stop.output_hidden_states = false;
-      auto early = model::model_forward(weights, rope, none, ids, stop);
-      const int64_t layer = early.qkv.begin()->first;
-      out["stop.q." + std::to_string(layer)] = early.qkv.at(layer).q;
-      out["stop.k." + std::to_string(layer)] = early.qkv.at(layer).k;
-      out["stop.v." + std::to_string(layer)] = early.qkv.at(layer).v;
-    }
-  }
-  if (generate > 0) {
+  dump_forward(weights, rope, ids, options, a.stop_after, out);
+  if (a.generate > 0) {
     model::GenerateOptions g;
-    g.max_new_tokens = generate;
-    out["generated"] = model::model_generate_greedy(weights, rope, none, ids, g);
+    g.max_new_tokens = a.generate;
+    out["generated"] = model::model_generate_greedy(weights, rope, model::Overrides{}, ids, g);
   }
-  if (grad_check) dump_gradients(weights, rope, ids, out);
+  if (a.grad_check) dump_gradients(weights, rope, ids, out);
   for (auto& [name, t] : out) t = t.to(torch::kCPU).contiguous();
-  io::safetensors_save(out_path, out);
+  io::safetensors_save(a.out_path, out);
   return 0;
 }
 

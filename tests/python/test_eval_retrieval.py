@@ -6,7 +6,7 @@ passkey prompts written exactly as src/eval/passkey.cpp writes them (intro, fill
 random depth, filler, question), with the loss on the answer (" KEY</s>") only: it learns to copy
 the number (an induction head). Then our binary builds its own prompts with another seed and
 decodes greedily with the KV cache: the trained model must find most keys, the same model untrained
-none. ~1.5 minutes on 2 CPU cores.
+none. ~40 s on 2 CPU cores.
 """
 
 import json
@@ -82,9 +82,10 @@ def passkey_accuracy(folder, out):
 
 
 def test_a_model_that_sees_the_needle_answers_it(tmp_path):
-    trained = passkey_accuracy(train_retriever(tmp_path / "trained", steps=700), tmp_path / "trained_pk")
+    trained = passkey_accuracy(train_retriever(tmp_path / "trained", steps=350), tmp_path / "trained_pk")
     untrained = passkey_accuracy(train_retriever(tmp_path / "untrained", steps=0), tmp_path / "untrained_pk")
-    # Measured on a 2-core x86-64 machine: 0.94 after 700 steps (17 of 18 prompts, keys 1..50000 drawn
-    # by our binary's seed); an untrained model cannot guess a 1-in-50000 key.
+    # Measured on a 2-core x86-64 machine after 350 steps (keys 1..50000 drawn by our binary's seed):
+    # 0.89 of 18 prompts (0.94 and 0.83 with training seeds 1 and 2; 0.94 after 700 steps); an
+    # untrained model cannot guess a 1-in-50000 key.
     assert trained >= 0.5, f"the trained model retrieved only {trained:.0%} of the passkeys"
     assert untrained == 0.0, f"the untrained model 'retrieved' {untrained:.0%}"

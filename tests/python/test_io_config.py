@@ -7,6 +7,7 @@ save_pretrained writes, the legacy `rope_theta` + `rope_scaling` keys alone give
 """
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -28,22 +29,35 @@ ROPES = {
                  "long_factor": [1.5] * HALF_ROTARY, "original_max_position_embeddings": NATIVE},
 }
 
-# Loads a folder with transformers in a fresh process and prints every warning it logs (stderr) and
-# the resulting config; progress bars are off so stderr holds nothing else.
+# Loads each folder with transformers in one fresh process and prints, per folder, every warning
+# logged (the "transformers" logger) or raised (Python warnings) while loading it, and the resulting
+# config. Progress bars are off; the warn-once cache is cleared between folders, so each load is
+# judged on its own.
 LOAD_SCRIPT = """
-import json, sys, warnings
+import json, logging, sys, warnings
 import transformers
 transformers.utils.logging.disable_progress_bar()
-warnings.simplefilter("always")
-model = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])
-print(json.dumps({"rope_parameters": model.config.rope_parameters, "dtype": str(model.dtype)}))
+records = []
+handler = logging.Handler()
+handler.emit = lambda r: records.append(r.getMessage())
+transformers.utils.logging.get_logger("transformers").addHandler(handler)
+for folder in sys.argv[1:]:
+    records.clear()
+    transformers.utils.logging.warning_once.cache_clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    print(json.dumps({"rope_parameters": model.config.rope_parameters, "dtype": str(model.dtype),
+                      "warnings": records + [str(w.message) for w in caught]}))
 """
 
 
-def transformers_load(folder):
-    r = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, str(folder)], capture_output=True, text=True)
+def transformers_load(*folders):
+    """[(config fields, the warnings as one string)] of each folder, in order."""
+    r = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, *map(str, folders)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.splitlines()[-1]), r.stderr
+    loads = [json.loads(line) for line in r.stdout.splitlines()[-len(folders):]]
+    return [({k: v for k, v in d.items() if k != "warnings"}, "\n".join(d["warnings"])) for d in loads]
 
 
 def tiny_config(rope):
@@ -65,22 +79,23 @@ def test_written_config_is_what_transformers_writes(tmp_path, rope_type):
     ours = tmp_path / "ours"
     tool_run("hf-copy", theirs, ours, 10**9)
     config = json.loads((ours / "config.json").read_text())
-
     assert config["rope_parameters"] == written["rope_parameters"]
     assert "quantization_config" not in config and "torch_dtype" not in config
     assert config["dtype"] == "bfloat16"
-    loaded, warnings = transformers_load(ours)
-    assert warnings == "", warnings
-    assert loaded == {"rope_parameters": written["rope_parameters"], "dtype": "torch.bfloat16"}
 
     # Legacy readers: rope_theta + rope_scaling alone describe the same RoPE, with no warning either.
+    legacy_folder = tmp_path / "legacy"
+    shutil.copytree(ours, legacy_folder)
     legacy = dict(config)
     del legacy["rope_parameters"]
     assert legacy["rope_scaling"]["rope_type"] == rope_type and "rope_theta" not in legacy["rope_scaling"]
-    (ours / "config.json").write_text(json.dumps(legacy))
-    loaded, warnings = transformers_load(ours)
+    (legacy_folder / "config.json").write_text(json.dumps(legacy))
+
+    (loaded, warnings), (legacy_loaded, legacy_warnings) = transformers_load(ours, legacy_folder)
     assert warnings == "", warnings
-    assert loaded["rope_parameters"] == written["rope_parameters"]
+    assert loaded == {"rope_parameters": written["rope_parameters"], "dtype": "torch.bfloat16"}
+    assert legacy_warnings == "", legacy_warnings
+    assert legacy_loaded["rope_parameters"] == written["rope_parameters"]
 
 
 def test_dtype_follows_the_weights(tmp_path):
@@ -95,5 +110,17 @@ def test_dtype_follows_the_weights(tmp_path):
     assert written["dtype"] == "float32" and "torch_dtype" not in written
     assert written["rope_scaling"] is None
     assert written["rope_parameters"] == config["rope_parameters"]
-    loaded, warnings = transformers_load(tmp_path / "ours")
+    [(loaded, warnings)] = transformers_load(tmp_path / "ours")
     assert warnings == "" and loaded["dtype"] == "torch.float32"
+
+
+def test_the_loader_reports_each_folders_warnings(tmp_path):
+    """The check above can fail: an unknown RoPE key is reported, for every folder that has it, in
+    one process (transformers warns once per message; the loader clears that between folders)."""
+    model = LlamaForCausalLM(tiny_config(ROPES["yarn"]))
+    model.save_pretrained(tmp_path / "bogus")
+    config = json.loads((tmp_path / "bogus" / "config.json").read_text())
+    config["rope_parameters"]["bogus_key"] = 1.0
+    (tmp_path / "bogus" / "config.json").write_text(json.dumps(config))
+    loads = transformers_load(tmp_path / "bogus", tmp_path / "bogus")
+    assert all("bogus_key" in warnings for _, warnings in loads), loads
