@@ -121,7 +121,7 @@ Args args_parse(int argc, char** argv) {
 
 // The folder's weights in the requested device and dtype, under the student RoPE when one is given;
 // writes the config and a copy of the folder on request.
-model::LlamaWeights weights_load(const Args& a) {
+model::LlamaWeights weights_load(const Args& a, const torch::Device& device) {
   io::HfFolder hf = io::hf_folder_load(a.folder, /*load_weights=*/true);
   const model::ModelConfig config =
       a.student_rope.empty() ? hf.model_config
@@ -131,7 +131,6 @@ model::LlamaWeights weights_load(const Args& a) {
     io::json_file_write(a.config_out + "/config.json", io::hf_config_to_json(config, hf.config));
   if (!a.save_folder.empty()) io::hf_folder_save(a.save_folder, hf);
   io::TensorMap tensors = std::move(hf.weights);
-  const torch::Device device(a.device_name);
   const auto dtype = parse_dtype(a.dtype_name);
   for (auto& [name, t] : tensors) t = t.to(device, dtype);
   return model::llama_weights_from_map(config, std::move(tensors));
@@ -170,7 +169,7 @@ int run(int argc, char** argv) {
   }
   const Args a = args_parse(argc, argv);
   const torch::Device device(a.device_name);
-  const model::LlamaWeights weights = weights_load(a);
+  const model::LlamaWeights weights = weights_load(a, device);
   const model::ModelConfig& config = weights.config;
   const model::RopeTables rope = model::rope_tables_init(config);
 
