@@ -13,26 +13,39 @@
 # On the GPU machine (the model of dev/gpu/device_model.sh, the split of scripts/corpus_split.py as
 # .devdata/real_data.tar.xz). JOBS runs share the card (default 3). Every tune and run is skipped when
 # its output exists, so calls that end early continue where they stopped. SCALINGS, BUDGETS (the
-# divisors of the full budget) and SEEDS narrow it; EXTRA (key=value settings, after every other one)
-# changes it, e.g. a CPU smoke run of the driver on the bundled demo model. Prints
+# divisors of the full budget) and SEEDS narrow it; CELLS ("scaling:divisor ...", default every
+# scaling at every budget) orders the runs phase, a cell's seeds and arms together, so the cells that
+# matter most finish first. The lr phase tunes GRID (default 1e-3,2e-3,3e-3) into tune/<scaling>_<arm>,
+# or into tune/<scaling>_<arm>_<TUNE_TAG> when TUNE_TAG is set: a second grid for a pair whose winner
+# sat at the first grid's edge. A run takes the learning rate of the lowest validation KL over every
+# tune of its pair, waiting for tunes still running in the same call (the lr phase does not wait, so
+# the runs that need no new tune share the card with it). EXTRA (key=value settings, after every
+# other one) changes it, e.g. a CPU smoke run of the driver on the bundled demo model. Prints
 # experiments/transfer_table.py's table last.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+cd "$root" || exit 1
 E="${EXPERIMENT_DIR:-$HOME/transfer}"
 export PYTORCH_CUDA_ALLOC_CONF="${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}"
 mkdir -p "$E/tune" "$E/runs" "$E/logs"
-source dev/gpu/gpu_binaries.sh  # defines: gpu_binaries
+rm -f "$E"/logs/*.running  # one driver at a time: what an interrupted call left is not running
+# shellcheck source=dev/gpu/gpu_binaries.sh
+source dev/gpu/gpu_binaries.sh  # defines: gpu_binaries (sets build)
 LOG_DIR="$E/logs" gpu_binaries linear_ard_cli || exit 1
 cli="$build/src/cli/linear-ard"
 teacher="$(dev/gpu/device_model.sh)" || exit 3
 data="$(dev/gpu/device_data.sh "$E/data")" || exit 1
 phases=("$@")
 (( ${#phases[@]} )) || phases=(lr runs table)
-scalings=(${SCALINGS:-pi4 pi16 yarn4})
-budgets=(${BUDGETS:-16 8 4 2 1})
-seeds=(${SEEDS:-0 1 2})
+read -r -a scalings <<<"${SCALINGS:-pi4 pi16 yarn4}"
+read -r -a budgets <<<"${BUDGETS:-16 8 4 2 1}"
+read -r -a seeds <<<"${SEEDS:-0 1 2}"
 J="${JOBS:-3}"
+if [[ -n "${CELLS:-}" ]]; then
+  read -r -a cells <<<"$CELLS"
+else
+  cells=(); for d in "${budgets[@]}"; do for s in "${scalings[@]}"; do cells+=("$s:$d"); done; done
+fi
 read -r -a extra <<<"${EXTRA:-}"
 common=(teacher="$teacher" data="[$data/train.jsonl]" val_data="[$data/val.jsonl]" val_ctx_len=4096 "val_passkey.lengths=[32768]"
         val_passkey.samples=20 overwrite=true)
@@ -55,38 +68,56 @@ budget() {
   fi
 }
 
-run_bg() {  # NAME COMMAND...: in the background, at most J at once, its log in $E/logs/NAME.log
+run_bg() {  # NAME COMMAND...: in the background, at most J at once, its log in $E/logs/NAME.log;
+  # $E/logs/NAME.running exists while it runs
   local name=$1; shift
   while (( $(jobs -rp | wc -l) >= J )); do wait -n; done
-  ( start=$SECONDS; "$@" >"$E/logs/$name.log" 2>&1; echo "transfer: $name exit $? after $((SECONDS - start)) s" ) &
+  touch "$E/logs/$name.running"
+  ( start=$SECONDS; "$@" >"$E/logs/$name.log" 2>&1; rc=$?; rm -f "$E/logs/$name.running"
+    echo "transfer: $name exit $rc after $((SECONDS - start)) s" ) &
 }
 
-lr_of() {  # the tuned learning rate of arm $1 under scaling $2
-  python3 -c "import json, sys; t = json.load(open(sys.argv[1]))
-print(next(o.split('=', 1)[1] for o in t['trials'][t['winner']]['settings'] if o.startswith('lr=')))" "$E/tune/$2_$1/tune.json"
+lr_of() {  # the learning rate of the lowest validation KL over every tune of arm $1 under scaling $2,
+  # once no tune of the pair runs
+  while compgen -G "$E/logs/tune_$2_$1*.running" >/dev/null; do sleep 5; done
+  python3 - "$E/tune/$2_$1"{,_*}/tune.json <<'PY'
+import json, os, sys
+best = min((t["trials"][t["winner"]] for t in (json.load(open(p)) for p in sys.argv[1:] if os.path.exists(p))),
+           key=lambda trial: trial["chosen"]["val_kl"])
+print(next(o.split("=", 1)[1] for o in best["settings"] if o.startswith("lr=")))
+PY
+}
+
+restore_run() {  # NAME SCALING ARM DIVISOR SEED: one run of the grid, at its pair's tuned learning rate
+  local name=$1 s=$2 a=$3 d=$4 seed=$5 lr steps
+  lr="$(lr_of "$a" "$s")" || { echo "transfer: no tuned learning rate for $a under $s (run the lr phase)"; return 1; }
+  read -r -a steps <<<"$(budget "$a" "$d")"
+  # shellcheck disable=SC2086
+  "$cli" restore configs/smollm2_pi4.yaml "${common[@]}" ${rope[$s]} ${method[$a]} \
+    "${steps[@]}" lr="$lr" stage2.lr="$lr" seed="$seed" "${extra[@]}" output="$E/runs/$name"
 }
 
 for phase in "${phases[@]}"; do
   case "$phase" in
     lr)
       for s in "${scalings[@]}"; do for a in ard cpt_qkv; do
-        [[ -f "$E/tune/${s}_$a/tune.json" ]] && continue
+        pair="${s}_$a${TUNE_TAG:+_$TUNE_TAG}"
+        [[ -f "$E/tune/$pair/tune.json" ]] && continue
         # shellcheck disable=SC2086
-        run_bg "tune_${s}_$a" "$cli" tune configs/smollm2_pi4.yaml "${common[@]}" ${rope[$s]} ${method[$a]} \
-          select.criterion=kl "${extra[@]}" output="$E/tune/${s}_$a" --grid lr,stage2.lr=1e-3,2e-3,3e-3 --trial-fraction 0.25 --no-final
-      done; done
-      wait ;;
+        run_bg "tune_$pair" "$cli" tune configs/smollm2_pi4.yaml "${common[@]}" ${rope[$s]} ${method[$a]} \
+          select.criterion=kl "${extra[@]}" output="$E/tune/$pair" --grid lr,stage2.lr="${GRID:-1e-3,2e-3,3e-3}" \
+          --trial-fraction 0.25 --no-final
+      done; done ;;
     runs)
-      for seed in "${seeds[@]}"; do for d in "${budgets[@]}"; do for s in "${scalings[@]}"; do for a in ard cpt_qkv; do
+      for c in "${cells[@]}"; do for seed in "${seeds[@]}"; do for a in ard cpt_qkv; do
+        s="${c%%:*}" d="${c##*:}"
         name="${s}_${a}_b${d}_s$seed"
         [[ -f "$E/runs/$name/training_summary.json" ]] && continue
-        lr="$(lr_of "$a" "$s")" || { echo "transfer: no tuned learning rate for $a under $s (run the lr phase)" >&2; exit 1; }
-        # shellcheck disable=SC2086
-        run_bg "$name" "$cli" restore configs/smollm2_pi4.yaml "${common[@]}" ${rope[$s]} ${method[$a]} \
-          $(budget "$a" "$d") lr="$lr" stage2.lr="$lr" seed="$seed" "${extra[@]}" output="$E/runs/$name"
-      done; done; done; done
+        run_bg "$name" restore_run "$name" "$s" "$a" "$d" "$seed"
+      done; done; done
       wait ;;
     table)
+      wait
       python3 experiments/transfer_table.py "$E/runs" --plot "$E/transfer.png" | tee "$E/transfer.md" ;;
     *) echo "transfer: unknown phase '$phase' (lr, runs, table)" >&2; exit 2 ;;
   esac
