@@ -82,8 +82,11 @@ lr_of() {  # the learning rate of the lowest validation KL over every tune of ar
   while compgen -G "$E/logs/tune_$2_$1*.running" >/dev/null; do sleep 5; done
   python3 - "$E/tune/$2_$1"{,_*}/tune.json <<'PY'
 import json, os, sys
-best = min((t["trials"][t["winner"]] for t in (json.load(open(p)) for p in sys.argv[1:] if os.path.exists(p))),
-           key=lambda trial: trial["chosen"]["val_kl"])
+tunes = [json.load(open(p)) for p in sys.argv[1:] if os.path.exists(p)]
+winners = [t["trials"][t["winner"]] for t in tunes if "winner" in t]
+if not winners:
+    sys.exit(f"transfer: no finished tune (a tune.json with a winner) among {' '.join(sys.argv[1:])}")
+best = min(winners, key=lambda trial: trial["chosen"]["val_kl"])
 print(next(o.split("=", 1)[1] for o in best["settings"] if o.startswith("lr=")))
 PY
 }
