@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# On the GPU machine: runs experiments/experiment_real.sh drivers in their own process sessions, so they
-# go on between device calls (a call's own processes end with it), and collects what they wrote.
+# On the GPU machine: runs experiments/experiment_real.sh drivers (or DRIVER's, e.g.
+# DRIVER=experiments/transfer.sh) in their own process sessions, so they go on between device calls
+# (a call's own processes end with it), and collects what they wrote.
 # Each driver runs from its own copy of the repo (~/lard/repo-NAME: the next call's fresh working
 # tree must not change a script bash is still reading) and logs to ~/lard/NAME.log.
 #   experiments/experiment_real_bg.sh start NAME [VAR=VALUE ...] -- PHASE ...
 #       e.g. start long GPUS="0 1" BUDGETS=16 BUDGET_METHODS="ard cpt_qkv" -- budget reports
 #   experiments/experiment_real_bg.sh wait SECONDS
 #       waits until every started driver has ended (or SECONDS pass), then writes to $OUT the
-#       drivers' logs, the run summaries and the reports (real.tgz, small files only), and prints
-#       each driver's last lines.
+#       drivers' logs, the runs' summaries, configs and metrics, the searches and tunes, and the
+#       reports (real.tgz, small files only), and prints each driver's last lines.
 # A driver's environment: PREBUILT, DATA, EXPERIMENT_DIR as for experiment_real.sh; OUT is always
 # $EXPERIMENT_DIR/out (a call's $OUT is emptied before the next call).
 set -uo pipefail
@@ -27,11 +28,12 @@ start() {
   rm -rf "$lard/repo-$name" "$lard/$name.rc" && cp -r "$root" "$lard/repo-$name" || exit 1
   # Python's Popen starts it in a new session with every descriptor but 0-2 closed: a driver that kept
   # one the caller inherited (the device call's output pipe) would hold the call open until it ends.
+  # shellcheck disable=SC2016  # "$@" and "$0" are the inner shell's
   (cd "$lard/repo-$name" && python3 -c 'import subprocess, sys
 with open(sys.argv[1], "w") as log:
     subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)' \
-    "$lard/$name.log" env "${vars[@]}" EXPERIMENT_DIR="$E" OUT="$E/out" bash -c \
-    'experiments/experiment_real.sh "$@"; echo $? >"$0"' "$lard/$name.rc" "$@") || exit 1
+    "$lard/$name.log" env "${vars[@]}" DRIVER="${DRIVER:-experiments/experiment_real.sh}" EXPERIMENT_DIR="$E" OUT="$E/out" bash -c \
+    '"$DRIVER" "$@"; echo $? >"$0"' "$lard/$name.rc" "$@") || exit 1
   echo "experiment_real_bg: started $name (${vars[*]}) $*"
 }
 
@@ -41,9 +43,13 @@ collect() {
   cp "$lard"/*.log "$OUT/bg/" 2>/dev/null
   for d in "$E"/runs/*/; do
     n="$(basename "$d")"; [[ -f "$d/training_summary.json" ]] || continue
-    mkdir -p "$E/out/runs/$n" && cp "$d"/training_summary.json "$d"/resolved_config.yaml "$E/out/runs/$n/" 2>/dev/null
+    mkdir -p "$E/out/runs/$n" && cp "$d"/training_summary.json "$d"/resolved_config.yaml "$d"/metrics.jsonl \
+      "$E/out/runs/$n/" 2>/dev/null
   done
-  cp -r "$E/search" "$E/logs" "$E/out/" 2>/dev/null
+  for d in "$E"/tune/*/; do
+    n="$(basename "$d")"; mkdir -p "$E/out/tune/$n" && cp "$d"/tune.json "$d"/tune.md "$E/out/tune/$n/" 2>/dev/null
+  done
+  cp -r "$E/search" "$E/logs" "$E"/*.md "$E"/*.png "$E/out/" 2>/dev/null
   (cd "$E/out" && find . -type f -size -2M | tar -czf "$OUT/bg/real.tgz" -T -)
 }
 

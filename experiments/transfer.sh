@@ -21,7 +21,10 @@
 # tune of its pair, waiting for tunes still running in the same call (the lr phase does not wait, so
 # the runs that need no new tune share the card with it). EXTRA (key=value settings, after every
 # other one) changes it, e.g. a CPU smoke run of the driver on the bundled demo model. Prints
-# experiments/transfer_table.py's table last.
+# experiments/transfer_table.py's table last. To go on from the recorded runs, copy the tunes and
+# runs of experiments/gpu_logs/*/transfer/ into $EXPERIMENT_DIR first; to outlive a device call, start
+# it with `DRIVER=experiments/transfer.sh experiments/experiment_real_bg.sh start transfer VAR=VALUE...
+# -- lr runs table` and collect with `experiments/experiment_real_bg.sh wait SECONDS`.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
