@@ -54,11 +54,11 @@ def untrained_line(runs, scaling):
     return [f"Untrained (step 0 of every run): KL {kl:.3f}" + ("" if pk is None else f", passkey {100 * pk:.0f} %"), ""]
 
 
-def runs_read(folder):
-    """{(scaling, divisor): {arm: {seed: record}}}, record = the kept validation, tokens and every
-    validation's (relation_loss, val_kl)."""
+def runs_read(folders):
+    """{(scaling, divisor): {arm: {seed: record}}} over the folders in order (a run in two: the later
+    folder's), record = the kept validation, tokens and every validation's (relation_loss, val_kl)."""
     runs = defaultdict(lambda: defaultdict(dict))
-    for path in sorted(folder.glob("*/training_summary.json")):
+    for path in (p for folder in folders for p in sorted(folder.glob("*/training_summary.json"))):
         m = NAME.fullmatch(path.parent.name)
         if not m:
             continue
@@ -71,11 +71,11 @@ def runs_read(folder):
         pairs = [(e["relation_loss"], e["val_kl"]) for e in evals
                  if e.get("eval") and e.get("relation_loss") is not None and e.get("val_kl") is not None]
         passkey = chosen.get("passkey") or {}
-        untrained = next((e for e in evals if e.get("eval") and e.get("step") == 0), {})
+        start = next((e for e in evals if e.get("eval") and e.get("step") == 0), {})
         runs[(m["scaling"], int(m["divisor"]))][m["arm"]][int(m["seed"])] = {
             "kl": chosen["val_kl"], "tokens": summary.get("tokens_trained", 0),
             "passkey": last_length(passkey), "pairs": pairs,
-            "untrained": (untrained.get("val_kl"), last_length(untrained.get("passkey") or {}))}
+            "untrained": (start.get("val_kl"), last_length(start.get("passkey") or {}))}
     return runs
 
 
@@ -209,11 +209,7 @@ def main():
     p.add_argument("runs", type=Path, nargs="+", help="folders of runs (a run found in two: the later folder's)")
     p.add_argument("--plot", type=Path)
     args = p.parse_args()
-    runs = defaultdict(lambda: defaultdict(dict))
-    for folder in args.runs:
-        for key, arms in runs_read(folder).items():
-            for arm, seeds in arms.items():
-                runs[key][arm].update(seeds)
+    runs = runs_read(args.runs)
     if not runs:
         sys.exit(f"transfer_table: no finished run under {' '.join(map(str, args.runs))}")
     print("\n".join(table(runs) + ["Where the arms cross (sign of the paired mean; each side's verdict in brackets):"] + crossings(runs) + [""]
