@@ -49,6 +49,8 @@ collect() {
   for d in "$E"/tune/*/; do
     n="$(basename "$d")"; mkdir -p "$E/out/tune/$n" && cp "$d"/tune.json "$d"/tune.md "$E/out/tune/$n/" 2>/dev/null
   done
+  # copies of the live folders, refreshed: a marker of a run that has ended since the last call must go
+  rm -rf "$E/out/search" "$E/out/logs"
   cp -r "$E/search" "$E/logs" "$E"/*.md "$E"/*.png "$E/out/" 2>/dev/null
   (cd "$E/out" && find . -type f -size -2M | tar -czf "$OUT/bg/real.tgz" -T -)
 }
