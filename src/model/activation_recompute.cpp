@@ -1,5 +1,5 @@
 // activation_recompute: a custom autograd Function that stores only its inputs and reruns in
-// backward.
+// backward, letting go of its closure once it has.
 #include "linear_ard/model/activation_recompute.h"
 
 #include <mutex>
@@ -75,6 +75,9 @@ struct RecomputeFunction : torch::autograd::Function<RecomputeFunction> {
                                                               /*retain_graph=*/false,
                                                               /*create_graph=*/false,
                                                               /*allow_unused=*/true);
+    // The closure (and the weights it holds) is not needed again: let it go now rather than when
+    // the whole graph is freed, after the last layer's backward.
+    ctx->saved_data.erase("closure");
     variable_list result;
     result.push_back(input_grad ? grads[0] : torch::Tensor());
     result.insert(result.end(), grads.begin() + (input_grad ? 1 : 0), grads.end());

@@ -106,7 +106,11 @@ ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
                              (hidden.requires_grad() ||
                               !overrides_trainable(overrides, layer_prefix(layer) + ".").empty());
     if (options.recompute_layers && needs_graph && !capture[layer] && !options.cache) {
-      auto fn = [ctx](const torch::Tensor& x) { return decoder_layer(ctx, x, nullptr, nullptr); };
+      // The closure holds this layer's weights only, which activation_recompute lets go of after
+      // the layer's backward: each layer's cast of the trainables is freed as backward passes it.
+      LayerContext own = ctx;
+      own.overrides = overrides_under(overrides, layer_prefix(layer) + ".");
+      auto fn = [own](const torch::Tensor& x) { return decoder_layer(own, x, nullptr, nullptr); };
       hidden = activation_recompute_apply(fn, hidden, overrides_trainable(overrides, layer_prefix(layer) + "."));
     } else {
       LayerQkv qkv;

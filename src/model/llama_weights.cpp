@@ -189,6 +189,18 @@ std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides,
   return out;
 }
 
+Overrides overrides_under(const Overrides& overrides, const std::string& prefix) {
+  auto matches = [&](const std::string& name) { return name.rfind(prefix, 0) == 0; };
+  Overrides out;
+  for (const auto& [name, t] : overrides.replace)
+    if (matches(name)) out.replace.emplace(name, t);
+  for (const auto& [name, t] : overrides.stacked)
+    if (matches(name)) out.stacked.emplace(name, t);
+  for (const auto& [name, lora] : overrides.lora)
+    if (matches(name)) out.lora.emplace(name, lora);
+  return out;
+}
+
 torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overrides,
                              const std::string& module, const torch::Tensor& x) {
   auto bias = weights_find(weights, overrides, module + ".bias");

@@ -1,5 +1,5 @@
-// master_buffer: fp32 masters as views of one flat buffer; one cast forward, each unit's gradient
-// cast into one fp32 buffer backward.
+// master_buffer: fp32 masters as views of one flat buffer; a cast a unit forward, each unit's
+// gradient cast to fp32 backward.
 #include "linear_ard/train/master_buffer.h"
 
 #include <algorithm>
@@ -70,41 +70,37 @@ const Layout& layout_of(const c10::IValue& capsule) {
   return *static_cast<const Layout*>(capsule.toCapsule().get());
 }
 
-// The buffer cast to `dtype` as one tensor per unit; backward joins the units' gradients into one
-// flat gradient, casts it to fp32 once and hands each master its view. `masters` (the buffer's
-// views) are inputs only so that autograd reaches their leaves.
-struct MasterCast : torch::autograd::Function<MasterCast> {
-  static variable_list forward(AutogradContext* ctx, const torch::Tensor& flat, at::TensorList masters,
-                               int64_t dtype, c10::IValue layout) {
+// One unit of the buffer cast to `dtype` (a tensor of its own, so that it is freed once the layers
+// that read it are done with it); backward casts the unit's gradient to fp32 once and hands each of
+// its masters its view. A node a unit, so that each unit's compute-dtype gradient is let go as soon
+// as it arrives instead of every unit's waiting for the last. `masters` (the unit's members) are
+// inputs only so that autograd reaches their leaves.
+struct UnitCast : torch::autograd::Function<UnitCast> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& flat, at::TensorList masters,
+                               int64_t dtype, int64_t unit, c10::IValue layout) {
     ctx->saved_data["layout"] = layout;
+    ctx->saved_data["unit"] = unit;
     ctx->set_materialize_grads(false);  // a unit nothing read keeps its masters without a gradient
-    const torch::Tensor cast = flat.to(static_cast<torch::ScalarType>(dtype), /*non_blocking=*/false, /*copy=*/true);
-    variable_list units;
-    for (const Unit& u : layout_of(layout).units) units.push_back(cast.narrow(0, u.offset, u.numel).view(u.sizes));
-    return units;
+    const Unit& u = layout_of(layout).units[static_cast<size_t>(unit)];
+    return flat.narrow(0, u.offset, u.numel)
+        .to(static_cast<torch::ScalarType>(dtype), /*non_blocking=*/false, /*copy=*/true)
+        .view(u.sizes);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const Layout& layout = layout_of(ctx->saved_data["layout"]);
-    const size_t n = layout.unit_of.size();
-    variable_list result(n + 3);  // flat, the masters, dtype, layout
-    const auto first = std::find_if(grads.begin(), grads.end(), [](const torch::Tensor& g) { return g.defined(); });
-    if (first == grads.end()) return result;
-    // Each unit's gradient cast into its range of one fp32 buffer and let go at once, so that the
-    // compute-dtype gradients and the fp32 one do not all live side by side (no concatenated copy).
-    torch::Tensor flat_grad = torch::empty({layout.units.back().offset + layout.units.back().numel},
-                                           first->options().dtype(torch::kFloat));
-    std::vector<bool> got(layout.units.size(), false);
-    for (size_t u = 0; u < layout.units.size(); ++u) {
-      if (!grads[u].defined()) continue;
-      flat_grad.narrow(0, layout.units[u].offset, layout.units[u].numel).copy_(grads[u].reshape(-1));
-      grads[u].reset();
-      got[u] = true;
+    const Unit& u = layout.units[static_cast<size_t>(ctx->saved_data["unit"].toInt())];
+    variable_list result(u.members.size() + 4);  // flat, the unit's masters, dtype, unit, layout
+    if (!grads[0].defined()) return result;
+    const torch::Tensor g = grads[0].reshape(-1).to(torch::kFloat);
+    grads[0].reset();
+    int64_t offset = 0;
+    for (size_t k = 0; k < u.members.size(); ++k) {
+      const std::vector<int64_t>& sizes = layout.sizes_of[u.members[k]];
+      const int64_t numel = c10::multiply_integers(sizes);
+      result[1 + k] = g.narrow(0, offset, numel).view(sizes);
+      offset += numel;
     }
-    for (size_t i = 0; i < n; ++i)
-      if (got[layout.unit_of[i]])
-        result[1 + i] = flat_grad.narrow(0, layout.offset_of[i], c10::multiply_integers(layout.sizes_of[i]))
-                            .view(layout.sizes_of[i]);
     return result;
   }
 };
@@ -127,16 +123,19 @@ MasterBuffer::MasterBuffer(const std::vector<std::string>& names, const io::Tens
 }
 
 model::Overrides MasterBuffer::overrides(torch::ScalarType dtype) const {
-  const variable_list units = MasterCast::apply(flat_, at::TensorList(parameters_), static_cast<int64_t>(dtype),
-                                                c10::IValue::make_capsule(layout_));
+  const c10::IValue layout = c10::IValue::make_capsule(layout_);
   model::Overrides o;
-  for (size_t u = 0; u < units.size(); ++u) {
+  for (size_t u = 0; u < layout_->units.size(); ++u) {
     const std::vector<size_t>& members = layout_->units[u].members;
-    if (members.size() > 1) o.stacked[names_[members.front()]] = units[u];
+    std::vector<torch::Tensor> masters;
+    for (size_t i : members) masters.push_back(parameters_[i]);
+    const torch::Tensor unit = UnitCast::apply(flat_, at::TensorList(masters), static_cast<int64_t>(dtype),
+                                               static_cast<int64_t>(u), layout);
+    if (members.size() > 1) o.stacked[names_[members.front()]] = unit;
     int64_t row = 0;
     for (size_t i : members) {
       const int64_t rows = members.size() > 1 ? layout_->sizes_of[i][0] : 0;
-      o.replace[names_[i]] = members.size() > 1 ? units[u].narrow(0, row, rows) : units[u];
+      o.replace[names_[i]] = members.size() > 1 ? unit.narrow(0, row, rows) : unit;
       row += rows;
     }
   }

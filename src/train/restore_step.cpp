@@ -105,16 +105,19 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
   StepSums sums;
   for (int64_t a = 0; a < settings.grad_accum; ++a) {
     torch::Tensor batch;
-    model::Overrides overrides;
     {
       PhaseScope phase("data");
       batch = next_batch();
     }
-    {
-      PhaseScope phase("cast_trainables");
-      overrides = trainables.overrides(settings.dtype, /*training=*/true);
-    }
-    const ObjectiveLoss l = loss(overrides, batch);
+    // The casts live on in the graph only, so that backward frees each as it passes its layer.
+    const ObjectiveLoss l = [&] {
+      model::Overrides overrides;
+      {
+        PhaseScope phase("cast_trainables");
+        overrides = trainables.overrides(settings.dtype, /*training=*/true);
+      }
+      return loss(overrides, batch);
+    }();
     if (settings.gradients && a + 1 == settings.grad_accum) settings.gradients->arm();
     PhaseScope phase("backward");
     (l.total / static_cast<double>(settings.grad_accum)).backward();

@@ -1,10 +1,12 @@
 // MasterBuffer against the per-tensor casts it replaces: the same values forward, the same
-// gradients backward (bit for bit), each q|k|v group a view of the one cast, the masters views of
-// one buffer that the optimizer's in-place updates reach, and no gradient where nothing was read.
+// gradients backward (bit for bit), each q|k|v group one cast, the masters views of one buffer that
+// the optimizer's in-place updates reach, no gradient where nothing was read, and each unit's cast
+// freed by backward through recomputed layers while the graph is still alive.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "../model/tiny_config.h"               // defines: tiny_config
+#include "linear_ard/model/llama_model.h"     // defines: model_forward
 #include "linear_ard/model/weights_group.h"   // defines: weights_linear_group
 #include "linear_ard/train/master_buffer.h"   // defines: MasterBuffer
 
@@ -80,6 +82,40 @@ TEST(MasterBuffer, InPlaceUpdatesReachTheNextCast) {
   EXPECT_TRUE(torch::equal(o.stacked.at(kQkv[0] + ".weight").narrow(0, o.replace.at(kQkv[0] + ".weight").size(0),
                                                                      buffer.parameters()[2].size(0)),
                            buffer.parameters()[2]));
+}
+
+// Layers 0 and 1 recomputed, layer 2 captured: once backward has run, no unit's cast is alive,
+// although the loss (and so the graph with its recompute nodes) still is.
+TEST(MasterBuffer, BackwardFreesEachCastBeforeTheGraph) {
+  const model::LlamaWeights w = model::llama_weights_random(model::tiny_config(), torch::kFloat, torch::kCPU, 13);
+  std::vector<std::string> names;
+  io::TensorMap checkpoint;
+  for (int layer = 0; layer < 3; ++layer)
+    for (const char* m : {"q_proj", "k_proj", "v_proj"}) {
+      const std::string name = "model.layers." + std::to_string(layer) + ".self_attn." + m + ".weight";
+      names.push_back(name);
+      checkpoint[name] = w.tensors.at(name);
+    }
+  train::MasterBuffer buffer(names, checkpoint, w.config.num_hidden_layers, torch::kCPU);
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> casts;
+  torch::Tensor loss;
+  {
+    const model::Overrides o = buffer.overrides(torch::kFloat);  // a copy of its own, as a bf16 cast
+    ASSERT_EQ(o.stacked.size(), 3u);
+    for (const auto& [name, t] : o.stacked) casts.push_back(t.storage().getWeakStorageImpl());
+    model::ForwardOptions opt;
+    opt.recompute_layers = true;
+    opt.stop_after_qkv_layer = 2;
+    const auto ids = torch::randint(0, 97, {2, 7}, torch::kLong);
+    const model::ModelOutputs out =
+        model::model_forward(w, model::rope_tables_init(w.config), o, ids, opt);
+    const model::LayerQkv& qkv = out.qkv.at(2);
+    loss = qkv.q.square().mean() + qkv.k.square().mean() + qkv.v.square().mean();
+  }
+  for (const auto& c : casts) EXPECT_FALSE(c.expired()) << "the graph holds every cast before backward";
+  loss.backward();
+  for (size_t u = 0; u < casts.size(); ++u) EXPECT_TRUE(casts[u].expired()) << "unit " << u;
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_TRUE(buffer.parameters()[i].grad().defined()) << names[i];
 }
 
 }  // namespace

@@ -80,6 +80,9 @@ torch::Tensor weights_get(const LlamaWeights& weights, const Overrides& override
 // groups and LoRA factors that require grad), in a stable order: the inputs activation
 // checkpointing must track.
 std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides, const std::string& prefix);
+// The entries of `overrides` whose names start with `prefix`: what one layer reads, so that a
+// recomputed layer holds only its own weights.
+Overrides overrides_under(const Overrides& overrides, const std::string& prefix);
 
 // x W^T (+ bias) (+ LoRA) for the linear module `module` ("model.layers.0.self_attn.q_proj").
 torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overrides,

@@ -1,5 +1,5 @@
 // MasterBuffer: fp32 master copies of trainable checkpoint tensors living as views of one flat
-// buffer, cast to the compute dtype in one piece, each weights group a plain view of the cast.
+// buffer, cast to the compute dtype a unit at a time, each weights group one cast.
 #pragma once
 
 #include <cstdint>
@@ -16,11 +16,14 @@ namespace linear_ard::train {
 // Why one buffer: the student reads each layer's q|k|v weights (and gate|up) stacked by rows
 // (weights_linear_group). Cast tensor by tensor, every step pays a cast per tensor and a
 // concatenation per group forward, and as many kernels backward. Here each group's members lie
-// back to back in the buffer, so one cast of the whole buffer holds every group as a view, and
-// backward casts each group's gradient into its range of one flat fp32 gradient (one copy a unit,
-// each compute-dtype gradient let go once cast: the casts' peak is the fp32 gradient plus the
-// compute-dtype ones, not a concatenated copy besides). Values are those of the per-tensor casts,
-// element for element.
+// back to back in the buffer, so one cast a unit (a group or a lone tensor) gives the stacked group,
+// and backward casts each unit's gradient to fp32 once, as its own autograd node: each
+// compute-dtype gradient is let go as soon as its unit's fp32 one exists, and each unit's cast is
+// freed once the layers that read it have run backward (activation_recompute lets go of its layer's
+// weights then). At the LLaMA-2-7B shape with q/k/v trainable this took the step's peak from every
+// cast, every compute-dtype gradient and the whole fp32 gradient at once (about 12.8 GB besides the
+// masters and moments) to the fp32 gradient and what is left of the casts (docs/training.md,
+// "Memory"). Values are those of the per-tensor casts, element for element.
 class MasterBuffer {
  public:
   // Copies the checkpoint tensors `names` (converted to fp32) onto `device`. The members of a
@@ -30,12 +33,12 @@ class MasterBuffer {
                const torch::Device& device);
 
   // The masters, in the order of `names`: leaves requiring grad, each a view of the buffer (the
-  // optimizer's in-place updates are the buffer's). Their gradients come back as views of one flat
-  // fp32 gradient; a tensor whose group or itself got no gradient gets none.
+  // optimizer's in-place updates are the buffer's). Their gradients come back as views of their
+  // unit's fp32 gradient; a tensor whose unit got no gradient gets none.
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
 
   // The masters cast to `dtype`, differentiable: each group stacked in `stacked` (keyed by its
-  // first tensor's name) and every tensor by name in `replace` (views of the same cast).
+  // first tensor's name) and every tensor by name in `replace` (views of its unit's cast).
   model::Overrides overrides(torch::ScalarType dtype) const;
 
   // Where the tensors lie: a unit is a group or a lone tensor, a contiguous range of the buffer.

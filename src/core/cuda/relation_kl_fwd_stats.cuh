@@ -147,11 +147,104 @@ __device__ __forceinline__ void fwd_pipe_update_folded(FwdRowStats& st, const Fw
   }
 }
 
-// Version 2's epilogue: quad-reduce the statistics and write KL and both LSEs of rows row_lo,
-// row_lo + 8 (NaN for all three when one is not finite; KL 0 and LSE -inf for a row with no key).
-__device__ __forceinline__ void fwd_pipe_store(const RelationKLParams& p, FwdRowStats& st, int64_t b, int h,
-                                               int64_t row_lo) {
-  const int64_t n = p.seq_len;
+// Forward version 11 (the library's for self-relations): the stabilizers fixed before the loop at
+// each row's own logit, so that no tile looks for maxima or rescales. In a self-relation without a
+// key mask every row sees its own key (causal or not), so its largest logit is at least its
+// diagonal c |x|^2: with m = c |x|^2 no sum underflows (the diagonal's term is 1), and a sum that
+// overflows (some logit more than ~2^7 above the diagonal, in log2 units) turns non-finite, which
+// fwd_diag_store reports so that the row's CTA is run again by the online forward. What changes
+// otherwise is fp32 rounding only: the terms are those of the online update scaled by
+// exp2(m_online - m), exactly representable as long as nothing overflows.
+
+// The squared norms of this thread's rows row_lo, row_lo + 8 of one side's X (0 for rows >= n),
+// summed over the row's quad: lane tq reads the 16-byte chunks tq, tq + 4, ... of the row's first d
+// elements (rows 16-byte aligned and d a multiple of 8: the TMA forward's conditions).
+template <typename T, int D>
+__device__ __forceinline__ void fwd_row_sqnorms(const T* x, int64_t row_stride, int d, int64_t row_lo, int64_t n,
+                                                float out[2]) {
+  const int tq = threadIdx.x % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float acc = 0.f;
+    const int64_t row = row_lo + r * 8;
+    if (row < n) {
+      const T* xr = x + row * row_stride;
+#pragma unroll
+      for (int c = tq; c < D / 8; c += 4) {
+        if (c * 8 >= d) break;
+        const uint4 v = *reinterpret_cast<const uint4*>(xr + c * 8);
+        const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc = fmaf(to_float(e[k]), to_float(e[k]), acc);
+      }
+    }
+    acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+    out[r] = acc + __shfl_xor_sync(0xffffffffu, acc, 2);
+  }
+}
+
+// exp2 on the FMA pipes instead of the ex2 unit (dev/cuda forward versions 13, 14): x clamped to
+// [-126, 128] (below, ~2^-126 where ex2.approx.ftz gives 0; from 128, +inf as ex2 gives), rounded
+// to an integer k by the 1.5 * 2^23 trick, 2^(x - k) by a degree-5 polynomial on [-1/2, 1/2] (a
+// near-minimax fit of the relative error, 2.3e-7 at most in fp32 Horner against ex2.approx's
+// ~2^-22), and k added to the exponent field. 11 instructions (2 FMNMX, 3 FADD, 5 FFMA, 1 LEA)
+// against one MUFU.EX2.
+__device__ __forceinline__ float ex2_fma(float x) {
+  x = fminf(fmaxf(x, -126.f), 128.f);
+  const float t = x + 12582912.f;
+  const float f = x - (t - 12582912.f);
+  float p = fmaf(0.001327647129073739f, f, 0.009675541892647743f);
+  p = fmaf(p, f, 0.05550713092088699f);
+  p = fmaf(p, f, 0.24022120237350464f);
+  p = fmaf(p, f, 0.6931469440460205f);
+  p = fmaf(p, f, 1.0000001192092896f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
+// Version 11's update by one key tile of raw logits z, st.m_* holding the fixed stabilizers (log2
+// units): l += sum exp2(c z - m), a += sum exp2(c_t z_t - m_t)(z_t - rho z_s) (unscaled: times c_t
+// once, in fwd_diag_store). On masked tiles (causal or past n; never a key mask here) the hidden
+// elements add nothing, whatever their values.
+// kPolyTiles (dev/cuda versions 13, 14): the exponentials of the first kPolyTiles n-tiles of 8 by
+// ex2_fma (1/8 or 1/4 of them) instead of the ex2 unit.
+template <bool kMasked, int NT, int kPolyTiles = 0>
+__device__ __forceinline__ void fwd_diag_update(FwdRowStats& st, const FwdLogits<NT>& z, float cs, float ct, float rho,
+                                                const FwdTileMask& mk) {
+  const int tq = threadIdx.x % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum_t = 0.f, sum_s = 0.f, sum_a = 0.f;
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int e = 2 * r; e < 2 * r + 2; ++e) {
+        float pt, ps;
+        if (i < kPolyTiles) {
+          pt = ex2_fma(fmaf(z.t[i][e], ct, -st.m_t[r]));
+          ps = ex2_fma(fmaf(z.s[i][e], cs, -st.m_s[r]));
+        } else {
+          pt = ex2(fmaf(z.t[i][e], ct, -st.m_t[r]));
+          ps = ex2(fmaf(z.s[i][e], cs, -st.m_s[r]));
+        }
+        float at = fmaf(z.s[i][e], -rho, z.t[i][e]);
+        if constexpr (kMasked) {
+          const int c = i * 8 + 2 * tq + (e & 1);
+          if (c >= mk.kend || (mk.causal && c > mk.diag + r * 8)) pt = ps = at = 0.f;
+        }
+        sum_t += pt;
+        sum_s += ps;
+        sum_a = fmaf(pt, at, sum_a);
+      }
+    st.l_t[r] += sum_t;
+    st.l_s[r] += sum_s;
+    st.a[r] += sum_a;
+  }
+}
+
+// f(r, row) for this thread's rows r = 0, 1 (row = row_lo + 8r) below n, on the first lane of each
+// quad, after the row's partial sums (l_t, l_s, A) are added over the quad.
+template <typename F>
+__device__ __forceinline__ void fwd_stats_rows(FwdRowStats& st, int64_t row_lo, int64_t n, F&& f) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
 #pragma unroll
@@ -161,21 +254,48 @@ __device__ __forceinline__ void fwd_pipe_store(const RelationKLParams& p, FwdRow
       st.a[r] += __shfl_xor_sync(0xffffffffu, st.a[r], o);
     }
     const int64_t row = row_lo + r * 8;
-    if (threadIdx.x % 4 == 0 && row < n) {
-      const int64_t o = (b * p.heads + h) * n + row;
-      if (st.l_t[r] != 0.f) {
-        const float lse2_t = st.m_t[r] + __log2f(st.l_t[r]), lse2_s = st.m_s[r] + __log2f(st.l_s[r]);
-        const float kl = kLn2 * (st.a[r] / st.l_t[r] - (lse2_t - lse2_s));
-        const bool finite = isfinite(kl) && isfinite(lse2_t) && isfinite(lse2_s);
-        p.kl[o] = finite ? kl : NAN;
-        p.lse_teacher[o] = finite ? kLn2 * lse2_t : NAN;
-        p.lse_student[o] = finite ? kLn2 * lse2_s : NAN;
-      } else {
-        p.kl[o] = 0.f;
-        p.lse_teacher[o] = p.lse_student[o] = -INFINITY;
-      }
-    }
+    if (threadIdx.x % 4 == 0 && row < n) f(r, row);
   }
+}
+
+// Version 11's epilogue: fwd_pipe_store's for rows whose sums and A are finite and positive; any
+// other row of the CTA sets *redo (the CTA's flag) and writes nothing, and the online forward
+// rewrites all of the CTA's rows.
+__device__ __forceinline__ void fwd_diag_store(const RelationKLParams& p, FwdRowStats& st, int64_t b, int h,
+                                               int64_t row_lo, float ct, int* redo) {
+  fwd_stats_rows(st, row_lo, p.seq_len, [&](int r, int64_t row) {
+    const float a = st.a[r] * ct;
+    const float lse2_t = st.m_t[r] + __log2f(st.l_t[r]), lse2_s = st.m_s[r] + __log2f(st.l_s[r]);
+    const float kl = kLn2 * (a / st.l_t[r] - (lse2_t - lse2_s));
+    if (!(st.l_t[r] > 0.f && st.l_s[r] > 0.f && isfinite(kl) && isfinite(lse2_t) && isfinite(lse2_s))) {
+      *redo = 1;
+      return;
+    }
+    const int64_t o = (b * p.heads + h) * p.seq_len + row;
+    p.kl[o] = kl;
+    p.lse_teacher[o] = kLn2 * lse2_t;
+    p.lse_student[o] = kLn2 * lse2_s;
+  });
+}
+
+// Version 2's epilogue: quad-reduce the statistics and write KL and both LSEs of rows row_lo,
+// row_lo + 8 (NaN for all three when one is not finite; KL 0 and LSE -inf for a row with no key).
+__device__ __forceinline__ void fwd_pipe_store(const RelationKLParams& p, FwdRowStats& st, int64_t b, int h,
+                                               int64_t row_lo) {
+  fwd_stats_rows(st, row_lo, p.seq_len, [&](int r, int64_t row) {
+    const int64_t o = (b * p.heads + h) * p.seq_len + row;
+    if (st.l_t[r] != 0.f) {
+      const float lse2_t = st.m_t[r] + __log2f(st.l_t[r]), lse2_s = st.m_s[r] + __log2f(st.l_s[r]);
+      const float kl = kLn2 * (st.a[r] / st.l_t[r] - (lse2_t - lse2_s));
+      const bool finite = isfinite(kl) && isfinite(lse2_t) && isfinite(lse2_s);
+      p.kl[o] = finite ? kl : NAN;
+      p.lse_teacher[o] = finite ? kLn2 * lse2_t : NAN;
+      p.lse_student[o] = finite ? kLn2 * lse2_s : NAN;
+    } else {
+      p.kl[o] = 0.f;
+      p.lse_teacher[o] = p.lse_student[o] = -INFINITY;
+    }
+  });
 }
 
 // Pins the row statistics after a tile's update: every instruction of the update feeds them, so none

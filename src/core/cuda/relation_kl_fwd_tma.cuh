@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "relation_kl_fwd_wgmma.cuh"  // defines: FwdWgmmaTile, fwd_warp_load_cm, fwd_pingpong_consume, sm90 wrappers
+#include "relation_kl_scratch.cuh"    // defines: ScratchInts
 #include "relation_kl_tma_map.cuh"    // defines: tma_map, tma_y_operand
 
 namespace linear_ard {
@@ -65,9 +66,11 @@ struct FwdTmaTile {
 // out-of-bounds fill. The consumers are the library's (fwd_pingpong_consume, version 6's loop) with
 // sw128_desc's B descriptors and a wait for x_full before their loop. map_s, map_t: the kernel's
 // __grid_constant__ parameters.
-template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups>
+// kDiag: forward version 11 (fwd_pingpong_consume's), a row that overflowed setting *diag_redo.
+template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false,
+          int kPolyTiles = 0>
 __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
-                                            const CUtensorMap& map_t) {
+                                            const CUtensorMap& map_t, int* diag_redo = nullptr) {
 #ifdef LINEAR_ARD_SM90A
   using Tile = FwdTmaTile<D, kWarpgroups>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
@@ -141,7 +144,7 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
   // further per k16 inside the box (descriptor address units of 16 bytes); and a wait for the X
   // tiles before the first key tile. Version 9 adds the offsets to the low word alone (desc_join).
   const uint64_t ydesc0 = sw128_desc(sY);
-  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups>(
+  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups, kDiag, kPolyTiles>(
       p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
       [&](int stage, int model, int kk) {
         const uint32_t off = (model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4;
@@ -154,7 +157,7 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
                             (kk % 4) * 32) >> 4);
         }
       },
-      [&] { mbar_wait(x_full, 0); });
+      [&] { mbar_wait(x_full, 0); }, diag_redo);
 #endif
 }
 
@@ -168,23 +171,48 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
   fwd_tma_cta<T, D, kUniformIssue, kFoldScale, kWarpgroups>(p, map_s, map_t);
 }
 
+// Forward version 11 (versions 9 / 10 with kWarpgroups = 2 / 3 and the stabilizers fixed at each
+// row's diagonal), one of two launches of the same grid: kPass 0 runs fwd_tma_cta with kDiag and
+// sets the CTA's flag in redo ([B][H][grid.x], zeroed by the caller) when one of its rows
+// overflowed; kPass 1 runs the online CTA (versions 9 / 10) where the flag is set, and returns at
+// once elsewhere.
+template <typename T, int D, int kWarpgroups, int kPass, int kPolyTiles = 0>
+__global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
+    relation_kl_fwd_diag_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
+                                const __grid_constant__ CUtensorMap map_t, int* redo) {
+  const CtaPlace cta = cta_place(p.cta_head_group);
+  int* flag = redo + (cta.batch * p.heads + cta.head) * int64_t(gridDim.x) + cta.rank;
+  if constexpr (kPass == 1) {
+    if (*flag == 0) return;
+  }
+  fwd_tma_cta<T, D, true, true, kWarpgroups, kPass == 0, kPolyTiles>(p, map_s, map_t, flag);
+}
+
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// Launches `kernel` (an instance of relation_kl_fwd_tma_kernel) on the params
+// The grid of a TMA forward: (ceil(n / rows), H, B).
+template <int kWarpgroups>
+dim3 fwd_tma_grid(const RelationKLParams& p) {
+  return dim3(static_cast<unsigned>((p.seq_len + 64 * kWarpgroups - 1) / (64 * kWarpgroups)), p.heads,
+              static_cast<unsigned>(p.batch));
+}
+
+// Launches `kernel` (an instance of relation_kl_fwd_tma_kernel or relation_kl_fwd_diag_kernel) on the params
 // (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the caller has checked tma_side_ok for
 // both sides; kWarpgroups: the kernel's.
-template <typename T, int D, int kWarpgroups = 2>
-void fwd_tma_run(const RelationKLParams& p, void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap)) {
+// `args...` after the two maps: the diagonal kernel's flags.
+template <typename T, int D, int kWarpgroups = 2, typename... Args>
+void fwd_tma_run(const RelationKLParams& p, void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap, Args...),
+                 Args... args) {
   using Tile = FwdTmaTile<D, kWarpgroups>;
   const CUtensorMap map_s = tma_map<T>(tma_y_operand(p.student, p.seq_len, p.batch), Tile::kKeys);
   const CUtensorMap map_t = tma_map<T>(tma_y_operand(p.teacher, p.seq_len, p.batch), Tile::kKeys);
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(Tile::kSmemBytes)),
              "relation_kl_fwd_tma: set shared memory");
-  const dim3 grid(static_cast<unsigned>((p.seq_len + Tile::kRows - 1) / Tile::kRows), p.heads,
-                  static_cast<unsigned>(p.batch));
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(p, map_s, map_t);
+  kernel<<<fwd_tma_grid<kWarpgroups>(p), Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(p.stream)>>>(
+      p, map_s, map_t, args...);
   cuda_check(cudaGetLastError(), "relation_kl_fwd_tma launch");
 }
 
@@ -206,18 +234,42 @@ void fwd_tma_launch_groups(const RelationKLParams& p) {
   }
 }
 
+// Where version 11 applies: both sides self-relations (one tensor as X and Y, each head its own),
+// no key mask (so every row sees its own key), both scales foldable.
+inline bool fwd_diag_ok(const RelationKLParams& p) {
+  auto self = [&](const RelationSide& s) {
+    return s.x == s.y && s.heads_y == p.heads && s.x_batch_stride == s.y_batch_stride &&
+           s.x_head_stride == s.y_head_stride && s.x_row_stride == s.y_row_stride;
+  };
+  return fwd_fold_ok(p) && p.key_mask == nullptr && self(p.student) && self(p.teacher);
+}
+
+// Forward version 11 where fwd_diag_ok (the fixed-stabilizer pass, then the online forward on the
+// CTAs it flagged; the flags from the library's scratch pool on the launch stream), versions 9 / 10
+// elsewhere.
+// kPolyTiles: dev/cuda versions 13, 14 (fwd_diag_update's).
+template <typename T, int D, int kWarpgroups, int kPolyTiles = 0>
+void fwd_diag_launch_groups(const RelationKLParams& p) {
+  if (!fwd_diag_ok(p)) return fwd_tma_launch_groups<T, D, kWarpgroups>(p);
+  const dim3 grid = fwd_tma_grid<kWarpgroups>(p);
+  const ScratchInts redo(size_t(grid.x) * grid.y * grid.z, static_cast<cudaStream_t>(p.stream));
+  fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 0, kPolyTiles>, redo.data());
+  fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 1>, redo.data());
+}
+
 // From this length on the library's forward runs three consumer warpgroups (version 10: on one
 // H200, B = 1, H = 32, causal bf16: at d = 128 5-6 % faster than 9 at 8K and 9 % at 16K, but 1-3 %
 // slower at 4K; at d = 64 3-6 % faster from 8K, equal at 4K; dev/cuda/README.md, version 10).
 constexpr int64_t kFwdThreeGroupsFrom = 8192;
 
-// The library's: forward version 10 from kFwdThreeGroupsFrom keys on, version 9 below.
+// The library's: forward version 11 (where fwd_diag_ok; versions 10 / 9 elsewhere) with three
+// consumer warpgroups from kFwdThreeGroupsFrom keys on, two below.
 template <typename T, int D>
 void relation_kl_fwd_tma_launch(const RelationKLParams& p) {
   if (p.seq_len >= kFwdThreeGroupsFrom) {
-    fwd_tma_launch_groups<T, D, 3>(p);
+    fwd_diag_launch_groups<T, D, 3>(p);
   } else {
-    fwd_tma_launch_groups<T, D, 2>(p);
+    fwd_diag_launch_groups<T, D, 2>(p);
   }
 }
 

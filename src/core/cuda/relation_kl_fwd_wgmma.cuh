@@ -136,14 +136,19 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // check): unmasked tiles take fwd_pipe_update_folded (maxima of the raw logits, the scales inside
 // the exponent arguments); masked tiles keep fwd_pipe_update<true>. kWarpgroups: FwdWgmmaTile's
 // (3: forward version 10, the turn passed round three warpgroups).
+// kDiag (forward version 11; with kUniformIssue and kFoldScale, for a self-relation
+// without a key mask): the stabilizers fixed at each row's diagonal (fwd_diag_update, fwd_diag_store),
+// a row that overflowed setting *diag_redo; kPolyTiles: fwd_diag_update's (dev/cuda versions 13, 14).
 template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, int kWarpgroups = 2,
-          typename BDesc, typename BeforeLoop>
+          bool kDiag = false, int kPolyTiles = 0, typename BDesc, typename BeforeLoop>
 __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, const T* sXs, const T* sXt,
                                                      uint64_t* full, uint64_t* empty, int64_t b, int h, int64_t n,
-                                                     int64_t r0, int ntiles, BDesc&& b_desc, BeforeLoop&& before_loop) {
+                                                     int64_t r0, int ntiles, BDesc&& b_desc, BeforeLoop&& before_loop,
+                                                     int* diag_redo = nullptr) {
   using Tile = FwdWgmmaTile<D, kPairs, kWarpgroups>;
   constexpr int BN = Tile::kKeys, K = Tile::kStages, KS = D / 16, NT = BN / 8, W = kWarpgroups;
   static_assert(!(kPairs && (kUniformIssue || kFoldScale)), "version 9 is version 8's one tile a turn");
+  static_assert(!kDiag || (kUniformIssue && kFoldScale && !kPairs), "version 11 is version 9 or 10's");
   const int wg = kUniformIssue ? __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) : threadIdx.x / 128;
   const int warp = (threadIdx.x / 32) % 4, g = (threadIdx.x % 32) / 4;
   const bool lane0 = threadIdx.x % 32 == 0;
@@ -186,6 +191,18 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
   FwdRowStats st;
   const float rho = kFoldScale ? cs / ct : 0.f;  // fwd_pipe_update_folded's ratio of the scales
   auto update = [&](int t, FwdLogits<NT>& z) {
+    if constexpr (kDiag) {
+      if (t < nfull) {
+        fwd_diag_update<false, NT, kPolyTiles>(st, z, cs, ct, rho, FwdTileMask{});
+      } else {
+        const int64_t k0 = int64_t(t) * BN;
+        fwd_diag_update<true, NT, kPolyTiles>(st, z, cs, ct, rho,
+                              FwdTileMask{static_cast<int>(min(row_lo - k0, int64_t(BN))),
+                                          static_cast<int>(min(n - k0, int64_t(BN))), p.causal, nullptr});
+      }
+      fwd_wgmma_pin(st);
+      return;
+    }
     if (t < nfull) {
       if constexpr (kFoldScale) {
         fwd_pipe_update_folded(st, z, cs, ct, rho);
@@ -203,6 +220,18 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
 
   if (wg == W - 1) named_bar_arrive(next_turn, kFwdTurnThreads);  // warpgroup 0 issues first
   before_loop();
+  if constexpr (kDiag) {
+    // Version 11's stabilizers: each row's own logit, c |x|^2 in log2 units.
+    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h), Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
+    float ns[2], nt[2];
+    fwd_row_sqnorms<T, D>(S.x, p.student.x_row_stride, p.student.head_dim, row_lo, n, ns);
+    fwd_row_sqnorms<T, D>(Tt.x, p.teacher.x_row_stride, p.teacher.head_dim, row_lo, n, nt);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      st.m_s[r] = ns[r] * cs;
+      st.m_t[r] = nt[r] * ct;
+    }
+  }
   if constexpr (!kPairs) {
     FwdLogits<NT> z;
     for (int t = 0; t < ntiles; ++t) {
@@ -242,7 +271,11 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
   }
   if (wg == 0) named_bar_sync(my_turn, kFwdTurnThreads);  // the last warpgroup's arrival after its last issue
 
-  fwd_pipe_store(p, st, b, h, row_lo);
+  if constexpr (kDiag) {
+    fwd_diag_store(p, st, b, h, row_lo, ct, diag_redo);
+  } else {
+    fwd_pipe_store(p, st, b, h, row_lo);
+  }
 }
 
 // Grid (ceil(n / 128), H, B), heaviest causal row blocks first; one CTA per SM. The producer runs
