@@ -51,7 +51,9 @@
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
-// the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower; docs/kernel.md.)
+// the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower; and forward
+// versions 13 and 14, 11 with 1/8 or 1/4 of the exponentials as a degree-5 polynomial on the FMA
+// pipes, 3-7 % and 12-15 % slower than 11; docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
 //                                              timed launches at 4K, then 8K, 12 each)
@@ -472,12 +474,11 @@ bool forward_tma_groups(const RelationKLParams& params) {
 }
 
 // Forward version 11 (kWarpgroups = 3, beside 10) or 12 (2, beside 9) at every length (the library
-// runs 11 from cuda::kFwdThreeGroupsFrom keys on, 12 below); 13, 14: 11 with the exponentials of
-// kPolyTiles n-tiles of 8 on the FMA pipes.
-template <int kWarpgroups, int kPolyTiles = 0>
+// runs 11 from cuda::kFwdThreeGroupsFrom keys on, 12 below).
+template <int kWarpgroups>
 bool forward_v11(const RelationKLParams& params) {
   return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
-    cuda::fwd_diag_launch_groups<decltype(t), decltype(d)::value, kWarpgroups, kPolyTiles>(p);
+    cuda::fwd_diag_launch_groups<decltype(t), decltype(d)::value, kWarpgroups>(p);
   });
 }
 
@@ -519,8 +520,6 @@ const std::vector<Version>& forward_versions() {
       {10, "9 with three consumer warpgroups (192 rows a CTA)", forward_tma_groups<3>},
       {11, "10 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 10", forward_v11<3>},
       {12, "9 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 9", forward_v11<2>},
-      {13, "11 with 1/8 of the exponentials on the FMA pipes (degree-5 polynomial)", forward_v11<3, 1>},
-      {14, "11 with 1/4 of the exponentials on the FMA pipes (degree-5 polynomial)", forward_v11<3, 2>},
   };
   return v;
 }

@@ -183,31 +183,11 @@ __device__ __forceinline__ void fwd_row_sqnorms(const T* x, int64_t row_stride, 
   }
 }
 
-// exp2 on the FMA pipes instead of the ex2 unit (dev/cuda forward versions 13, 14): x clamped to
-// [-126, 128] (below, ~2^-126 where ex2.approx.ftz gives 0; from 128, +inf as ex2 gives), rounded
-// to an integer k by the 1.5 * 2^23 trick, 2^(x - k) by a degree-5 polynomial on [-1/2, 1/2] (a
-// near-minimax fit of the relative error, 2.3e-7 at most in fp32 Horner against ex2.approx's
-// ~2^-22), and k added to the exponent field. 11 instructions (2 FMNMX, 3 FADD, 5 FFMA, 1 LEA)
-// against one MUFU.EX2.
-__device__ __forceinline__ float ex2_fma(float x) {
-  x = fminf(fmaxf(x, -126.f), 128.f);
-  const float t = x + 12582912.f;
-  const float f = x - (t - 12582912.f);
-  float p = fmaf(0.001327647129073739f, f, 0.009675541892647743f);
-  p = fmaf(p, f, 0.05550713092088699f);
-  p = fmaf(p, f, 0.24022120237350464f);
-  p = fmaf(p, f, 0.6931469440460205f);
-  p = fmaf(p, f, 1.0000001192092896f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 // Version 11's update by one key tile of raw logits z, st.m_* holding the fixed stabilizers (log2
 // units): l += sum exp2(c z - m), a += sum exp2(c_t z_t - m_t)(z_t - rho z_s) (unscaled: times c_t
 // once, in fwd_diag_store). On masked tiles (causal or past n; never a key mask here) the hidden
 // elements add nothing, whatever their values.
-// kPolyTiles (dev/cuda versions 13, 14): the exponentials of the first kPolyTiles n-tiles of 8 by
-// ex2_fma (1/8 or 1/4 of them) instead of the ex2 unit.
-template <bool kMasked, int NT, int kPolyTiles = 0>
+template <bool kMasked, int NT>
 __device__ __forceinline__ void fwd_diag_update(FwdRowStats& st, const FwdLogits<NT>& z, float cs, float ct, float rho,
                                                 const FwdTileMask& mk) {
   const int tq = threadIdx.x % 4;
@@ -218,14 +198,8 @@ __device__ __forceinline__ void fwd_diag_update(FwdRowStats& st, const FwdLogits
     for (int i = 0; i < NT; ++i)
 #pragma unroll
       for (int e = 2 * r; e < 2 * r + 2; ++e) {
-        float pt, ps;
-        if (i < kPolyTiles) {
-          pt = ex2_fma(fmaf(z.t[i][e], ct, -st.m_t[r]));
-          ps = ex2_fma(fmaf(z.s[i][e], cs, -st.m_s[r]));
-        } else {
-          pt = ex2(fmaf(z.t[i][e], ct, -st.m_t[r]));
-          ps = ex2(fmaf(z.s[i][e], cs, -st.m_s[r]));
-        }
+        float pt = ex2(fmaf(z.t[i][e], ct, -st.m_t[r]));
+        float ps = ex2(fmaf(z.s[i][e], cs, -st.m_s[r]));
         float at = fmaf(z.s[i][e], -rho, z.t[i][e]);
         if constexpr (kMasked) {
           const int c = i * 8 + 2 * tq + (e & 1);

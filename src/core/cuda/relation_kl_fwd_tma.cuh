@@ -67,8 +67,7 @@ struct FwdTmaTile {
 // sw128_desc's B descriptors and a wait for x_full before their loop. map_s, map_t: the kernel's
 // __grid_constant__ parameters.
 // kDiag: forward version 11 (fwd_pingpong_consume's), a row that overflowed setting *diag_redo.
-template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false,
-          int kPolyTiles = 0>
+template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false>
 __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
                                             const CUtensorMap& map_t, int* diag_redo = nullptr) {
 #ifdef LINEAR_ARD_SM90A
@@ -144,7 +143,7 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
   // further per k16 inside the box (descriptor address units of 16 bytes); and a wait for the X
   // tiles before the first key tile. Version 9 adds the offsets to the low word alone (desc_join).
   const uint64_t ydesc0 = sw128_desc(sY);
-  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups, kDiag, kPolyTiles>(
+  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups, kDiag>(
       p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
       [&](int stage, int model, int kk) {
         const uint32_t off = (model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4;
@@ -176,7 +175,7 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
 // sets the CTA's flag in redo ([B][H][grid.x], zeroed by the caller) when one of its rows
 // overflowed; kPass 1 runs the online CTA (versions 9 / 10) where the flag is set, and returns at
 // once elsewhere.
-template <typename T, int D, int kWarpgroups, int kPass, int kPolyTiles = 0>
+template <typename T, int D, int kWarpgroups, int kPass>
 __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
     relation_kl_fwd_diag_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
                                 const __grid_constant__ CUtensorMap map_t, int* redo) {
@@ -185,7 +184,7 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
   if constexpr (kPass == 1) {
     if (*flag == 0) return;
   }
-  fwd_tma_cta<T, D, true, true, kWarpgroups, kPass == 0, kPolyTiles>(p, map_s, map_t, flag);
+  fwd_tma_cta<T, D, true, true, kWarpgroups, kPass == 0>(p, map_s, map_t, flag);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -247,13 +246,12 @@ inline bool fwd_diag_ok(const RelationKLParams& p) {
 // Forward version 11 where fwd_diag_ok (the fixed-stabilizer pass, then the online forward on the
 // CTAs it flagged; the flags from the library's scratch pool on the launch stream), versions 9 / 10
 // elsewhere.
-// kPolyTiles: dev/cuda versions 13, 14 (fwd_diag_update's).
-template <typename T, int D, int kWarpgroups, int kPolyTiles = 0>
+template <typename T, int D, int kWarpgroups>
 void fwd_diag_launch_groups(const RelationKLParams& p) {
   if (!fwd_diag_ok(p)) return fwd_tma_launch_groups<T, D, kWarpgroups>(p);
   const dim3 grid = fwd_tma_grid<kWarpgroups>(p);
   const ScratchInts redo(size_t(grid.x) * grid.y * grid.z, static_cast<cudaStream_t>(p.stream));
-  fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 0, kPolyTiles>, redo.data());
+  fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 0>, redo.data());
   fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 1>, redo.data());
 }
 

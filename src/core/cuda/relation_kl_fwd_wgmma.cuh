@@ -138,9 +138,9 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // (3: forward version 10, the turn passed round three warpgroups).
 // kDiag (forward version 11; with kUniformIssue and kFoldScale, for a self-relation
 // without a key mask): the stabilizers fixed at each row's diagonal (fwd_diag_update, fwd_diag_store),
-// a row that overflowed setting *diag_redo; kPolyTiles: fwd_diag_update's (dev/cuda versions 13, 14).
+// a row that overflowed setting *diag_redo.
 template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, int kWarpgroups = 2,
-          bool kDiag = false, int kPolyTiles = 0, typename BDesc, typename BeforeLoop>
+          bool kDiag = false, typename BDesc, typename BeforeLoop>
 __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, const T* sXs, const T* sXt,
                                                      uint64_t* full, uint64_t* empty, int64_t b, int h, int64_t n,
                                                      int64_t r0, int ntiles, BDesc&& b_desc, BeforeLoop&& before_loop,
@@ -193,10 +193,10 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
   auto update = [&](int t, FwdLogits<NT>& z) {
     if constexpr (kDiag) {
       if (t < nfull) {
-        fwd_diag_update<false, NT, kPolyTiles>(st, z, cs, ct, rho, FwdTileMask{});
+        fwd_diag_update<false>(st, z, cs, ct, rho, FwdTileMask{});
       } else {
         const int64_t k0 = int64_t(t) * BN;
-        fwd_diag_update<true, NT, kPolyTiles>(st, z, cs, ct, rho,
+        fwd_diag_update<true>(st, z, cs, ct, rho,
                               FwdTileMask{static_cast<int>(min(row_lo - k0, int64_t(BN))),
                                           static_cast<int>(min(n - k0, int64_t(BN))), p.causal, nullptr});
       }
