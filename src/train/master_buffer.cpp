@@ -92,7 +92,9 @@ struct UnitCast : torch::autograd::Function<UnitCast> {
     const Unit& u = layout.units[static_cast<size_t>(ctx->saved_data["unit"].toInt())];
     variable_list result(u.members.size() + 4);  // flat, the unit's masters, dtype, unit, layout
     if (!grads[0].defined()) return result;
-    const torch::Tensor g = grads[0].reshape(-1).to(torch::kFloat);
+    // A buffer of its own even in fp32 (copy): the masters' gradients never alias the one autograd
+    // handed in.
+    const torch::Tensor g = grads[0].reshape(-1).to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
     grads[0].reset();
     int64_t offset = 0;
     for (size_t k = 0; k < u.members.size(); ++k) {
