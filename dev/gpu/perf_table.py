@@ -5,14 +5,15 @@ target (met / missed), read from the files one `dev/gpu/gpu_check.sh` run wrote 
     dev/gpu/perf_table.py OUT_DIR
 
 - bench_relation_kl_gpu.json (benchmarks/bench_relation_kl_gpu.py): the relation-KL operator's
-  fwd+bwd at every n >= 4K beside torch SDPA fwd+bwd of the same run; target <= 1.3x SDPA.
+  fwd+bwd at every n >= 8K beside torch SDPA fwd+bwd of the same run; target <= 1.0x SDPA.
 - bench_restore.log (benchmarks/bench_restore_gpu.cpp's tables): the 7B-shape restore step beside
   the authors' trainer on the same GPU model (benchmarks/authors/README.md, not rerun: H200 where
-  gpu.txt names one, else H100); last 1 layer >= 4x their tokens/s, LoRA r1024 peak <= 0.7x theirs, all 32 layers
-  >= 50x.
+  gpu.txt names one, else H100); last 1 layer >= 5x their tokens/s within their peak memory, for
+  Q/K/V masters and for their own trainable set (LoRA r1024 on q/k/v), the LoRA set's peak <= 0.6x
+  theirs with every layer recomputed; all 32 layers >= 50x.
 - step_bench/results.json (benchmarks/bench_step_real.py): SmolLM2-135M's step beside plain PyTorch
-  of the same run; the `ard` 2048 x 8 case >= 3x 100K tokens/s, the step's speed when the real model
-  was first trained (H100, 2026-11-23).
+  of the same run; every step >= 50 % MFU, and the LM-loss steps at 32K (stage2, cpt) >= 2x
+  PyTorch's tokens/s.
 
 A file that is missing gives "not run" rows; one that cannot be read as its producer writes it stops
 the script with an error naming it.
@@ -24,30 +25,38 @@ import os
 import re
 import sys
 
-OPERATOR_SDPA_MAX = 1.3
-OPERATOR_MIN_N = 4096
+OPERATOR_SDPA_MAX = 1.0
+OPERATOR_MIN_N = 8192
 # The authors' trainer (their train.py, LoRA r1024 on q/k/v) by GPU model, benchmarks/authors/README.md (H100
-# 2026-11-23, H200 2026-11-21): last 1 layer at 4K tokens/s and peak GiB, all 32 layers at 4K tokens/s.
+# 2026-11-23; H200: the faster of 2026-11-21's 2,237 and 2026-12-01's 2,247): last 1 layer at 4K tokens/s
+# and peak GiB, all 32 layers at 4K tokens/s.
 AUTHORS = {"H100": {"last1_tok_s": 2128.0, "last1_peak_gib": 40.4, "all_tok_s": 158.0},
-           "H200": {"last1_tok_s": 2237.0, "last1_peak_gib": 40.4, "all_tok_s": 169.0}}
+           "H200": {"last1_tok_s": 2247.0, "last1_peak_gib": 40.4, "all_tok_s": 169.0}}
+QKV, LORA, LAST1, ALL32 = "qkv", "lora_qkv r=1024", ("last 1", 4096), ("all 32", 4096)
 # (figure, bench_restore_gpu run (trainable, checkpoint_layers), table row (scope, ctx), measure,
 #  authors' figure (a key of AUTHORS[gpu]), target ratio); "tok_s": ratio >= target, "peak": <= target.
+# The speed rows come with their peak memory: 5x counts within the authors' memory.
 RESTORE_ROWS = [
-    ("7B restore step, last 1 layer, 4K (QKV, recompute)", ("qkv", "on"), ("last 1", 4096), "tok_s",
-     "last1_tok_s", 4.0),
-    ("7B restore step, last 1 layer, 4K (QKV, no recompute)", ("qkv", "off"), ("last 1", 4096), "tok_s",
-     "last1_tok_s", 4.0),
-    ("7B restore step, last 1 layer, 4K (LoRA r1024): peak memory", ("lora_qkv r=1024", "on"),
-     ("last 1", 4096), "peak", "last1_peak_gib", 0.7),
-    ("7B restore step, all 32 layers, 4K (QKV, recompute)", ("qkv", "on"), ("all 32", 4096), "tok_s",
-     "all_tok_s", 50.0),
+    ("7B restore step, last 1 layer, 4K (QKV, recompute)", (QKV, "on"), LAST1, "tok_s", "last1_tok_s", 5.0),
+    ("7B restore step, last 1 layer, 4K (QKV, recompute): peak memory", (QKV, "on"), LAST1, "peak",
+     "last1_peak_gib", 1.0),
+    ("7B restore step, last 1 layer, 4K (QKV, first 16 layers recomputed)", (QKV, "first 16"), LAST1, "tok_s",
+     "last1_tok_s", 5.0),
+    ("7B restore step, last 1 layer, 4K (QKV, first 16 layers recomputed): peak memory", (QKV, "first 16"),
+     LAST1, "peak", "last1_peak_gib", 1.0),
+    ("7B restore step, last 1 layer, 4K (LoRA r1024, recompute): peak memory", (LORA, "on"), LAST1, "peak",
+     "last1_peak_gib", 0.6),
+    ("7B restore step, last 1 layer, 4K (LoRA r1024, no recompute)", (LORA, "off"), LAST1, "tok_s",
+     "last1_tok_s", 5.0),
+    ("7B restore step, last 1 layer, 4K (LoRA r1024, no recompute): peak memory", (LORA, "off"), LAST1, "peak",
+     "last1_peak_gib", 1.0),
+    ("7B restore step, all 32 layers, 4K (QKV, recompute)", (QKV, "on"), ALL32, "tok_s", "all_tok_s", 50.0),
 ]
-STEP_TARGET_CASE = ("ard", 2048, 8)
-STEP_BASELINE_TOK_S = 100_000.0  # SmolLM2's stage 1 at 2048 x 8 when first trained (H100, 2026-11-23)
-STEP_TARGET_X = 3.0
-STEP_TARGET = f">= {STEP_TARGET_X * STEP_BASELINE_TOK_S:,.0f} tok/s ({STEP_TARGET_X:g}x 100K)"
+STEP_MFU_MIN = 0.5
+STEP_LM_X = 2.0  # the LM-loss steps at 32K against plain PyTorch
+STEP_LM_MIN_CTX = 32768
 RESTORE_HEADER = re.compile(r"^bench_restore_gpu: .* shape \(.*; trainable (qkv|lora_qkv r=\d+) .*"
-                            r"checkpoint_layers (on|off);")
+                            r"checkpoint_layers (on|off|first \d+);")
 
 
 class Malformed(Exception):
@@ -89,8 +98,8 @@ def operator_rows(path):
         rows.append(row(f"relation KL fwd+bwd, n = {n // 1024}K (B=1 H=32 d=128 bf16)", f"{ours:.3f} ms",
                         f"SDPA fwd+bwd {sdpa:.3f} ms (same run)", f"{ratio:.2f}x",
                         target, verdict(ratio <= OPERATOR_SDPA_MAX)))
-    return rows or [row(figure, f"not run (no n >= 4K in {os.path.basename(path)})", target=target,
-                        result="not run")]
+    return rows or [row(figure, f"not run (no n >= {OPERATOR_MIN_N // 1024}K in {os.path.basename(path)})",
+                        target=target, result="not run")]
 
 
 # ---- the 7B-shape restore step ---------------------------------------------------------------------
@@ -171,12 +180,13 @@ def mfu(x):
     return "-" if x is None else f"{100 * float(x):.1f} %"
 
 
-def step_target(case, ours):
-    """(target, result) of a case: only STEP_TARGET_CASE has one."""
-    if case != STEP_TARGET_CASE:
-        return "-", "-"
-    x = ours / STEP_BASELINE_TOK_S
-    return STEP_TARGET, f"{verdict(x >= STEP_TARGET_X)} ({x:.2f}x 100K)"
+def step_target(kind, ctx, ours_mfu, ratio):
+    """(target, result) of a case: MFU >= STEP_MFU_MIN, and for the LM-loss steps at 32K also
+    >= STEP_LM_X PyTorch's tokens/s; an unknown MFU is not met."""
+    target, met = f">= {100 * STEP_MFU_MIN:g} % MFU", ours_mfu is not None and float(ours_mfu) >= STEP_MFU_MIN
+    if kind != "ard" and ctx >= STEP_LM_MIN_CTX:
+        target, met = target + f", >= {STEP_LM_X:g}x PyTorch", met and ratio >= STEP_LM_X
+    return target, verdict(met)
 
 
 def step_figure(kind, ctx, batch):
@@ -184,22 +194,18 @@ def step_figure(kind, ctx, batch):
 
 
 def step_rows(path):
-    target_figure = step_figure(*STEP_TARGET_CASE)
+    figure = "SmolLM2-135M step"
     if not os.path.exists(path):
-        return [not_run(target_figure, path, STEP_TARGET)]
-    rows, seen = [], set()
+        return [not_run(figure, path, f">= {100 * STEP_MFU_MIN:g} % MFU")]
+    rows = []
     for r in load_json(path)["rows"]:
-        case = (r["kind"], int(r["ctx"]), int(r["batch"]))
+        kind, ctx = r["kind"], int(r["ctx"])
         ours, peer = float(r["ours_tok_s"]), float(r["peer_tok_s"])
-        target, result = step_target(case, ours)
-        rows.append(row(step_figure(*case), f"{ours:,.0f} tok/s (MFU {mfu(r['ours_mfu'])})",
+        target, result = step_target(kind, ctx, r["ours_mfu"], ours / peer)
+        rows.append(row(step_figure(kind, ctx, int(r["batch"])), f"{ours:,.0f} tok/s (MFU {mfu(r['ours_mfu'])})",
                         f"PyTorch {peer:,.0f} tok/s (MFU {mfu(r['peer_mfu'])}, same run)", f"{ours / peer:.2f}x",
                         target, result))
-        seen.add(case)
-    if STEP_TARGET_CASE not in seen:
-        rows.append(row(target_figure, f"not run (no such case in {os.path.basename(path)})",
-                        target=STEP_TARGET, result="not run"))
-    return rows
+    return rows or [row(figure, f"not run (no case in {os.path.basename(path)})", result="not run")]
 
 
 # ---- the table ---------------------------------------------------------------------------------------

@@ -47,6 +47,22 @@ torch::Tensor decoder_layer(const LayerContext& ctx, const torch::Tensor& hidden
   return h + mlp_forward(w, ctx.overrides, p + ".mlp", post);
 }
 
+// decoder_layer under activation recomputation. The closure holds this layer's weights only, which
+// activation_recompute lets go of after the layer's backward, so each layer's cast of the
+// trainables is freed as backward passes it; `overrides`' deferred casts of the layer (`prefix`) are
+// made each time the layer runs and live only while it does.
+torch::Tensor decoder_layer_recomputed(const LayerContext& ctx, const Overrides& overrides, const std::string& prefix,
+                                       const torch::Tensor& hidden) {
+  auto fn = [ctx, deferred = overrides.deferred, prefix](const torch::Tensor& x) {
+    if (!deferred) return decoder_layer(ctx, x, nullptr, nullptr);
+    LayerContext made = ctx;
+    made.overrides.deferred = deferred;
+    made.overrides = overrides_layer(made.overrides, prefix);
+    return decoder_layer(made, x, nullptr, nullptr);
+  };
+  return activation_recompute_apply(fn, hidden, overrides_trainable(overrides, prefix));
+}
+
 }  // namespace
 
 ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
@@ -94,24 +110,23 @@ ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
   ModelOutputs out;
   if (options.output_hidden_states) out.hidden_states.push_back(hidden);
   for (int64_t layer = 0; layer <= last_layer; ++layer) {
-    LayerContext ctx{&weights, overrides, cos_sin, mask_for(layer), layer};
+    const std::string prefix = layer_prefix(layer) + ".";
+    const bool needs_graph = torch::GradMode::is_enabled() &&
+                             (hidden.requires_grad() || !overrides_trainable(overrides, prefix).empty());
+    const bool recompute = layer < options.recompute_layers && needs_graph && !capture[layer] && !options.cache;
+    // This layer's entries only (deferred ones made now, except for a recomputed layer: it makes
+    // them when it runs, forward and again backward).
+    LayerContext ctx{&weights, recompute ? overrides_under(overrides, prefix) : overrides_layer(overrides, prefix),
+                     cos_sin, mask_for(layer), layer};
     if (options.stop_after_qkv_layer && layer == last_layer) {
       const std::string p = layer_prefix(layer);
-      auto normed = rms_norm(hidden, weights_get(weights, overrides, p + ".input_layernorm.weight"),
+      auto normed = rms_norm(hidden, weights_get(weights, ctx.overrides, p + ".input_layernorm.weight"),
                              c.rms_norm_eps);
-      out.qkv[layer] = attention_qkv(weights, overrides, p + ".self_attn", normed, cos_sin);
+      out.qkv[layer] = attention_qkv(weights, ctx.overrides, p + ".self_attn", normed, cos_sin);
       return out;
     }
-    const bool needs_graph = torch::GradMode::is_enabled() &&
-                             (hidden.requires_grad() ||
-                              !overrides_trainable(overrides, layer_prefix(layer) + ".").empty());
-    if (options.recompute_layers && needs_graph && !capture[layer] && !options.cache) {
-      // The closure holds this layer's weights only, which activation_recompute lets go of after
-      // the layer's backward: each layer's cast of the trainables is freed as backward passes it.
-      LayerContext own = ctx;
-      own.overrides = overrides_under(overrides, layer_prefix(layer) + ".");
-      auto fn = [own](const torch::Tensor& x) { return decoder_layer(own, x, nullptr, nullptr); };
-      hidden = activation_recompute_apply(fn, hidden, overrides_trainable(overrides, layer_prefix(layer) + "."));
+    if (recompute) {
+      hidden = decoder_layer_recomputed(ctx, overrides, prefix, hidden);
     } else {
       LayerQkv qkv;
       hidden = decoder_layer(ctx, hidden, options.cache, capture[layer] ? &qkv : nullptr);

@@ -160,6 +160,10 @@ LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType d
 
 std::optional<torch::Tensor> weights_find(const LlamaWeights& weights, const Overrides& overrides,
                                           const std::string& name) {
+  // A layer's deferred entries are made by overrides_layer; reading past them would silently give
+  // the shared weight.
+  if (overrides.deferred && name.rfind("model.layers.", 0) == 0)
+    throw std::logic_error("weights_find: " + name + " read from overrides whose layers are deferred (use overrides_layer)");
   if (auto it = overrides.replace.find(name); it != overrides.replace.end()) return it->second;
   if (auto it = weights.tensors.find(name); it != weights.tensors.end()) return it->second;
   if (name == "lm_head.weight" && weights.config.tie_word_embeddings)
@@ -186,6 +190,9 @@ std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides,
     if (lora.a.requires_grad()) out.push_back(lora.a);
     if (lora.b.requires_grad()) out.push_back(lora.b);
   }
+  if (overrides.deferred)
+    for (const auto& leaf : overrides.deferred->leaves(prefix))
+      if (leaf.requires_grad()) out.push_back(leaf);
   return out;
 }
 
@@ -198,6 +205,16 @@ Overrides overrides_under(const Overrides& overrides, const std::string& prefix)
     if (matches(name)) out.stacked.emplace(name, t);
   for (const auto& [name, lora] : overrides.lora)
     if (matches(name)) out.lora.emplace(name, lora);
+  return out;
+}
+
+Overrides overrides_layer(const Overrides& overrides, const std::string& prefix) {
+  Overrides out = overrides_under(overrides, prefix);
+  if (!overrides.deferred) return out;
+  const Overrides made = overrides.deferred->cast(prefix);
+  out.replace.insert(made.replace.begin(), made.replace.end());
+  out.stacked.insert(made.stacked.begin(), made.stacked.end());
+  out.lora.insert(made.lora.begin(), made.lora.end());
   return out;
 }
 

@@ -124,15 +124,28 @@ MasterBuffer::MasterBuffer(const std::vector<std::string>& names, const io::Tens
   }
 }
 
-model::Overrides MasterBuffer::overrides(torch::ScalarType dtype) const {
+std::vector<std::vector<torch::Tensor>> MasterBuffer::unit_masters() const {
+  std::vector<std::vector<torch::Tensor>> out;
+  for (const Unit& u : layout_->units) {
+    out.emplace_back();
+    for (size_t i : u.members) out.back().push_back(parameters_[i]);
+  }
+  return out;
+}
+
+model::Overrides MasterBuffer::overrides(torch::ScalarType dtype, const c10::intrusive_ptr<HeldGradients>& held,
+                                        const std::function<bool(const std::string&)>& which) const {
   const c10::IValue layout = c10::IValue::make_capsule(layout_);
+  const std::vector<std::vector<torch::Tensor>> masters = unit_masters();
   model::Overrides o;
   for (size_t u = 0; u < layout_->units.size(); ++u) {
-    const std::vector<size_t>& members = layout_->units[u].members;
-    std::vector<torch::Tensor> masters;
-    for (size_t i : members) masters.push_back(parameters_[i]);
-    const torch::Tensor unit = UnitCast::apply(flat_, at::TensorList(masters), static_cast<int64_t>(dtype),
-                                               static_cast<int64_t>(u), layout);
+    const Unit& span = layout_->units[u];
+    const std::vector<size_t>& members = span.members;
+    if (which && !which(names_[members.front()])) continue;
+    const auto index = static_cast<int64_t>(u);
+    const torch::Tensor unit =
+        held ? held_cast(flat_.narrow(0, span.offset, span.numel).view(span.sizes), masters[u], dtype, held, index)
+             : UnitCast::apply(flat_, at::TensorList(masters[u]), static_cast<int64_t>(dtype), index, layout);
     if (members.size() > 1) o.stacked[names_[members.front()]] = unit;
     int64_t row = 0;
     for (size_t i : members) {

@@ -125,7 +125,10 @@ std::vector<ConfigField> fields_run() {
   return {
       CONFIG_FIELD("device", device, "`auto`: cuda if available"),
       CONFIG_FIELD("dtype", dtype, "model dtype; `auto`: bf16 on cuda, fp32 on cpu"),
-      CONFIG_FIELD("checkpoint_layers", checkpoint_layers, "recompute the student's layers in backward (activation recomputation)"),
+      ConfigField{"checkpoint_layers", "",
+                  "activation recomputation: `true` recomputes every layer of the student in backward instead of storing its activations, a number N the first N layers only (the others store theirs: a faster step for more memory; the memory plan the run prints before it starts counts them), `false` none",
+                  [](RestoreConfig& c, const YAML::Node& v) { checkpoint_layers_parse(v, "checkpoint_layers", c.checkpoint_layers, nullptr); },
+                  [](YAML::Emitter& out, const RestoreConfig& c) { checkpoint_layers_emit(out, c.checkpoint_layers); }},
       CONFIG_FIELD("overlap_teacher", overlap_teacher, "on CUDA, run the frozen teacher's forward on a second host thread and CUDA stream beside the student's (+3-4 % on SmolLM2-135M's step; the same training as false, up to the dX atomics' order: docs/training.md)"),
       CONFIG_FIELD_ALIAS("output", "output_dir", output, "a folder path",
                          "output folder (required); a run holds `run.lock` in it (flock): a second run on the folder is refused naming the first one's pid"),

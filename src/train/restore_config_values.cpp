@@ -6,6 +6,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "linear_ard/model/llama_model.h"  // defines: kRecomputeAll
+
 namespace linear_ard::train {
 namespace {
 
@@ -164,6 +166,22 @@ void layers_parse(const YAML::Node& v, const std::string& key, json& out, const 
   out = json::array();
   for (const auto& x : v) out.push_back(scalar_as<int64_t>(x, key, what));
   key_check(!out.empty(), key, "must not be an empty list");
+}
+
+void checkpoint_layers_parse(const YAML::Node& v, const std::string& key, int64_t& out, const char*) {
+  const char* what = "true, false or a number of layers >= 0";
+  int64_t n = 0;
+  if (v.IsScalar() && YAML::convert<int64_t>::decode(v, n)) {
+    key_check(n >= 0, key, std::string("must be ") + what + ", got " + std::to_string(n));
+    out = n;
+  } else {
+    out = scalar_as<bool>(v, key, what) ? model::kRecomputeAll : 0;
+  }
+}
+
+void checkpoint_layers_emit(YAML::Emitter& out, int64_t v) {
+  if (v == model::kRecomputeAll || v == 0) out << (v != 0);
+  else out << v;
 }
 
 void pretrain_model_parse(const YAML::Node& v, const std::string& key, json& out, const char*) {

@@ -82,5 +82,9 @@ void student_rope_parse(const YAML::Node& v, const std::string& key, nlohmann::j
 void layers_parse(const YAML::Node& v, const std::string& key, nlohmann::json& out, const char*);
 // pretrain.model: a map of config.json keys or a config.json path.
 void pretrain_model_parse(const YAML::Node& v, const std::string& key, nlohmann::json& out, const char*);
+// checkpoint_layers: true (model::kRecomputeAll), false (0) or a count of layers >= 0; emitted back
+// the same way.
+void checkpoint_layers_parse(const YAML::Node& v, const std::string& key, int64_t& out, const char*);
+void checkpoint_layers_emit(YAML::Emitter& out, int64_t v);
 
 }  // namespace linear_ard::train

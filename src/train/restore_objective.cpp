@@ -36,7 +36,7 @@ ObjectiveContext objective_context_make(const RestoreConfig& config, const model
   ctx.loss_options.deterministic = config.deterministic;
   ctx.objective = config.objective;
   ctx.longred_max_skip = config.longred_max_skip;
-  ctx.recompute_layers = config.checkpoint_layers;
+  ctx.recompute_layers = config.checkpoint_layers;  // the same count (kRecomputeAll: all)
   ctx.overlap_teacher = config.overlap_teacher;
   return ctx;
 }

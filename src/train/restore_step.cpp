@@ -22,17 +22,18 @@ std::vector<torch::Tensor> gradients_of(const std::vector<torch::Tensor>& params
 }
 
 // The global 2-norm of `grads` on their device (torch.nn.utils.clip_grad_norm_ with foreach: one
-// multi-tensor norm), as a 1-element fp64 tensor; 0 without gradients.
+// multi-tensor norm, in fp32 also for gradients held in the model dtype), as a 1-element fp64
+// tensor; 0 without gradients.
 torch::Tensor grad_norm_device(const std::vector<torch::Tensor>& grads, const torch::TensorOptions& options) {
   if (grads.empty()) return torch::zeros({1}, options);
-  return torch::stack(torch::_foreach_norm(grads, 2)).norm(2).to(torch::kDouble).reshape({1});
+  return torch::stack(torch::_foreach_norm(grads, 2, torch::kFloat)).norm(2).to(torch::kDouble).reshape({1});
 }
 
-// Scales `grads` to max_norm when their norm is above it and finite (one multi-tensor scale). An
-// infinite max_norm only measures.
-void grad_clip(const std::vector<torch::Tensor>& grads, double norm, double max_norm) {
+// The factor torch.nn.utils.clip_grad_norm_ scales gradients of `norm` by: below 1 when the norm is
+// above max_norm and finite (an infinite max_norm only measures).
+double clip_coef(double norm, double max_norm) {
   const double coef = max_norm / (norm + 1e-6);
-  if (!grads.empty() && std::isfinite(norm) && coef < 1.0) torch::_foreach_mul_(grads, coef);
+  return std::isfinite(norm) && coef < 1.0 ? coef : 1.0;
 }
 
 // The step's loss and parts (summed over the micro-batches, then their means; fp64 on the loss's
@@ -100,6 +101,9 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
   } else {
     optimizer.zero_grad();
   }
+  const bool hold = settings.hold_gradients && settings.grad_accum == 1 && !settings.gradients &&
+                    settings.dtype != torch::kFloat;
+  trainables.held().clear();  // what a step that threw (diverged, out of memory) left held
   // Nothing is read to the host until every micro-batch's backward is queued: a non-finite loss
   // backpropagates non-finite gradients, and is caught below, before the update.
   StepSums sums;
@@ -109,12 +113,15 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
       PhaseScope phase("data");
       batch = next_batch();
     }
-    // The casts live on in the graph only, so that backward frees each as it passes its layer.
+    // The casts live on in the graph only, so that backward frees each as it passes its layer; the
+    // layers' casts are made as each layer runs (deferred), so recomputed layers keep none.
     const ObjectiveLoss l = [&] {
       model::Overrides overrides;
       {
         PhaseScope phase("cast_trainables");
-        overrides = trainables.overrides(settings.dtype, /*training=*/true);
+        // hold: one backward an update, so the gradients are held in the model dtype and applied
+        // a few units at a time (held_gradients.h), the values those of the fp32 gradients.
+        overrides = trainables.overrides(settings.dtype, /*training=*/true, hold, /*defer=*/true);
       }
       return loss(overrides, batch);
     }();
@@ -130,16 +137,23 @@ StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::
     sums_average_ranks(sums, *settings.gradients);
   }
   StepResult result;
+  double coef = 1.0;
   {
     PhaseScope phase("clip_grad_norm");
-    const std::vector<torch::Tensor> grads = gradients_of(trainables.parameters());
+    const std::vector<torch::Tensor> grads =
+        hold ? trainables.held().held() : gradients_of(trainables.parameters());
     const torch::Tensor norm = grad_norm_device(grads, sums.values.options());
     result = step_result_read(sums, torch::cat({sums.values, norm}).cpu(), settings.global_step);
-    grad_clip(grads, result.grad_norm,
-              settings.clip_grad_norm > 0 ? settings.clip_grad_norm : std::numeric_limits<double>::infinity());
+    coef = clip_coef(result.grad_norm,
+                     settings.clip_grad_norm > 0 ? settings.clip_grad_norm : std::numeric_limits<double>::infinity());
+    if (!hold && coef < 1.0 && !grads.empty()) torch::_foreach_mul_(grads, coef);
   }
   PhaseScope phase("optimizer");
-  optimizer.step();
+  if (hold) {
+    trainables.held().apply(optimizer, coef);
+  } else {
+    optimizer.step();
+  }
   return result;
 }
 

@@ -27,17 +27,16 @@ MemoryPart lm_logits(const model::ModelConfig& m, double size, double tokens, bo
   return {"LM loss (the head in chunks)", rows * vocab * (size + 12) + tokens * 4};
 }
 
-// One stage's activations: what backward keeps over `layers` layers (with checkpoint_layers, each
-// layer's input and one layer recomputed), the LM loss's logits (lm_logits) and the teacher's
-// forward without gradients.
+// One stage's activations: what backward keeps over `layers` layers (the input of each layer that
+// checkpoint_layers recomputes and one of them recomputed, every activation of the others), the LM
+// loss's logits (lm_logits) and the teacher's forward without gradients.
 std::vector<MemoryPart> stage_activations(const RestoreConfig& c, const model::ModelConfig& m, torch::ScalarType dtype,
                                           double tokens, double layers, bool lm, bool teacher) {
   const auto size = static_cast<double>(c10::elementSize(dtype));
   std::vector<MemoryPart> parts;
-  const double kept = c.checkpoint_layers
-                          ? tokens * (layers * static_cast<double>(m.hidden_size) * size) +
-                                model::memory_backward_bytes(m, tokens, 1, dtype)
-                          : model::memory_backward_bytes(m, tokens, layers, dtype);
+  const double recomputed = std::min(layers, static_cast<double>(c.checkpoint_layers));
+  const double kept = tokens * recomputed * static_cast<double>(m.hidden_size) * size +
+                      model::memory_backward_bytes(m, tokens, layers - recomputed + (recomputed > 0 ? 1 : 0), dtype);
   parts.push_back({"activations kept for backward (" + std::to_string(static_cast<int64_t>(layers)) + " layers)", kept});
   if (lm) parts.push_back(lm_logits(m, size, tokens, teacher && c.objective.logit_kl > 0));
   if (teacher) parts.push_back({"teacher forward", model::memory_forward_bytes(m, tokens, dtype)});

@@ -73,6 +73,7 @@ TrainableSet::TrainableSet(Trainable mode, const LoraConfig& lora, const io::Ten
     names_ = mode == Trainable::kFull ? full_names(weights) : qkv_names(checkpoint, last_layer);
     masters_.emplace(names_, checkpoint, num_layers_, device);
     parameters_ = masters_->parameters();
+    for (auto& unit : masters_->unit_masters()) held_->unit_add(std::move(unit));
     return;
   }
   lora_ = true;
@@ -95,6 +96,7 @@ TrainableSet::TrainableSet(Trainable mode, const LoraConfig& lora, const io::Ten
       parameters_.push_back(b.set_requires_grad(true));
     }
   }
+  for (const auto& p : parameters_) held_->unit_add({p});
 }
 
 int64_t TrainableSet::parameter_count() const {
@@ -103,14 +105,37 @@ int64_t TrainableSet::parameter_count() const {
   return n;
 }
 
-model::Overrides TrainableSet::overrides(torch::ScalarType dtype, bool training) const {
-  if (!lora_) return masters_->overrides(dtype);
+model::Overrides TrainableSet::overrides(torch::ScalarType dtype, bool training, bool hold, bool defer) const {
+  if (!defer) return casts(dtype, training, hold, {});
+  const auto in_layers = [](const std::string& name) { return name.rfind("model.layers.", 0) == 0; };
+  model::Overrides o = casts(dtype, training, hold, [&](const std::string& name) { return !in_layers(name); });
+  auto deferred = std::make_shared<model::DeferredCasts>();
+  deferred->cast = [this, dtype, training, hold](const std::string& prefix) {
+    return casts(dtype, training, hold, [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
+  };
+  deferred->leaves = [this](const std::string& prefix) {
+    std::vector<torch::Tensor> out;
+    for (size_t i = 0; i < names_.size(); ++i)
+      if (names_[i].rfind(prefix, 0) == 0) out.push_back(parameters_[i]);
+    return out;
+  };
+  o.deferred = std::move(deferred);
+  return o;
+}
+
+model::Overrides TrainableSet::casts(torch::ScalarType dtype, bool training, bool hold,
+                                     const std::function<bool(const std::string&)>& which) const {
+  if (!lora_) return masters_->overrides(dtype, hold ? held_ : c10::intrusive_ptr<HeldGradients>(), which);
   const double scale = lora_config_.alpha / static_cast<double>(lora_config_.rank);
   const double dropout = training ? lora_config_.dropout : 0.0;
+  const auto cast = [&](size_t i) {
+    const torch::Tensor& p = parameters_[i];
+    return hold ? held_cast(p.detach(), p, dtype, held_, static_cast<int64_t>(i)) : p.to(dtype);
+  };
   model::Overrides o;
   for (size_t m = 0; m < modules_.size(); ++m)
-    o.lora[modules_[m]] =
-        model::LoraAdapter{parameters_[2 * m].to(dtype), parameters_[2 * m + 1].to(dtype), scale, dropout};
+    if (!which || which(modules_[m]))
+      o.lora[modules_[m]] = model::LoraAdapter{cast(2 * m), cast(2 * m + 1), scale, dropout};
   return o;
 }
 

@@ -75,7 +75,7 @@ void dump_gradients(const model::LlamaWeights& weights, const model::RopeTables&
     for (const auto& name : names)
       overrides.replace[name] = weights.tensors.at(name).clone().requires_grad_(true);
     model::ForwardOptions options;
-    options.recompute_layers = recompute;
+    options.recompute_layers = recompute ? model::kRecomputeAll : 0;
     auto logits = model::model_forward(weights, rope, overrides, ids, options).logits;
     torch::manual_seed(7);
     auto probe = torch::randn(logits.sizes(), logits.options());

@@ -1,5 +1,10 @@
 // Model behaviours that need no reference library: early stop, KV cache, gradients through recomputed layers,
 // RoPE tables of teacher and student over one set of weights.
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "linear_ard/model/generate.h"
@@ -52,12 +57,30 @@ TEST(LlamaModel, KvCacheStepsMatchFullForward) {
   }
 }
 
+// The graph's nodes whose name contains `what`, each counted once.
+int64_t graph_count(const torch::Tensor& root, const std::string& what) {
+  std::set<torch::autograd::Node*> seen;
+  std::vector<torch::autograd::Node*> todo{root.grad_fn().get()};
+  int64_t n = 0;
+  while (!todo.empty()) {
+    auto* node = todo.back();
+    todo.pop_back();
+    if (!node || !seen.insert(node).second) continue;
+    n += node->name().find(what) != std::string::npos;
+    for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
+  }
+  return n;
+}
+
+// Recomputing none, the first, or every layer (the captured layer 2 never) gives the plain
+// gradients, with one recomputed node for each layer that recomputes.
 TEST(LlamaModel, CheckpointedGradientsEqualPlain) {
   const auto w = llama_weights_random(tiny_config(), torch::kFloat, torch::kCPU, 3);
   const auto rope = rope_tables_init(w.config);
   auto ids = torch::randint(0, 97, {2, 9}, torch::kLong);
-  std::vector<torch::Tensor> grads[2];
-  for (int ckpt = 0; ckpt < 2; ++ckpt) {
+  const std::vector<std::pair<int64_t, int64_t>> counts{{0, 0}, {1, 1}, {kRecomputeAll, 2}};
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (const auto& [recompute, nodes] : counts) {
     Overrides o;
     o.replace["model.layers.1.self_attn.k_proj.weight"] =
         w.tensors.at("model.layers.1.self_attn.k_proj.weight").clone().requires_grad_(true);
@@ -65,17 +88,20 @@ TEST(LlamaModel, CheckpointedGradientsEqualPlain) {
     o.lora["model.layers.0.mlp.up_proj"] = {torch::randn({4, 48}).requires_grad_(true),
                                             torch::randn({80, 4}).mul(0.01).requires_grad_(true), 0.5};
     ForwardOptions opt;
-    opt.recompute_layers = ckpt == 1;
+    opt.recompute_layers = recompute;
     opt.capture_qkv_layers = {2};
     auto out = model_forward(w, rope, o, ids, opt);
-    (out.logits.square().mean() + out.qkv.at(2).q.sum()).backward();
-    grads[ckpt] = {o.replace.begin()->second.grad(), o.lora.begin()->second.a.grad(),
-                   o.lora.begin()->second.b.grad()};
+    auto loss = out.logits.square().mean() + out.qkv.at(2).q.sum();
+    EXPECT_EQ(graph_count(loss, "RecomputeFunction"), nodes) << recompute;
+    loss.backward();
+    grads.push_back({o.replace.begin()->second.grad(), o.lora.begin()->second.a.grad(),
+                     o.lora.begin()->second.b.grad()});
   }
-  for (size_t i = 0; i < grads[0].size(); ++i) {
-    ASSERT_TRUE(grads[1][i].defined());
-    EXPECT_LT(rel_err(grads[1][i], grads[0][i]), 1e-6) << i;
-  }
+  for (size_t r = 1; r < grads.size(); ++r)
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      ASSERT_TRUE(grads[r][i].defined());
+      EXPECT_LT(rel_err(grads[r][i], grads[0][i]), 1e-6) << r << " " << i;
+    }
 }
 
 TEST(LlamaModel, TeacherAndStudentShareWeights) {

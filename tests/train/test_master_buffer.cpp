@@ -104,7 +104,7 @@ TEST(MasterBuffer, BackwardFreesEachCastBeforeTheGraph) {
     ASSERT_EQ(o.stacked.size(), 3u);
     for (const auto& [name, t] : o.stacked) casts.push_back(t.storage().getWeakStorageImpl());
     model::ForwardOptions opt;
-    opt.recompute_layers = true;
+    opt.recompute_layers = model::kRecomputeAll;
     opt.stop_after_qkv_layer = 2;
     const auto ids = torch::randint(0, 97, {2, 7}, torch::kLong);
     const model::ModelOutputs out =

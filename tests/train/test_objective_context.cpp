@@ -22,7 +22,7 @@ TEST(ObjectiveContext, CarriesTheConfigsSettings) {
   for (const bool flag : {true, false}) {
     train::RestoreConfig c;
     c.deterministic = flag;
-    c.checkpoint_layers = !flag;
+    c.checkpoint_layers = flag ? 0 : 3;
     c.overlap_teacher = flag;
     c.lambda_q = 0.25;
     c.lambda_k = 0.5;
@@ -30,7 +30,7 @@ TEST(ObjectiveContext, CarriesTheConfigsSettings) {
     c.longred_max_skip = 7;
     const train::ObjectiveContext ctx = train::objective_context_make(c, weights, rope, rope, {0, 2});
     EXPECT_EQ(ctx.loss_options.deterministic, flag);
-    EXPECT_EQ(ctx.recompute_layers, !flag);
+    EXPECT_EQ(ctx.recompute_layers, flag ? 0 : 3);
     EXPECT_EQ(ctx.overlap_teacher, flag);
     EXPECT_TRUE(ctx.loss_options.causal);
     EXPECT_DOUBLE_EQ(ctx.loss_options.lambda_q, 0.25);

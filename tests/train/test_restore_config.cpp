@@ -10,7 +10,10 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "linear_ard/model/llama_model.h"     // defines: kRecomputeAll
 #include "linear_ard/train/restore_config.h"  // defines: restore_config_load, restore_config_to_yaml
 
 namespace {
@@ -56,6 +59,26 @@ TEST(RestoreConfig, ResolvedYamlRoundTrips) {
   EXPECT_NE(yaml.find("method: cpt\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("stage2: {steps: 2, ctx_len: 0,"), std::string::npos) << yaml;
   EXPECT_EQ(yaml.find("pretrain:"), std::string::npos) << yaml;  // only in pretraining runs
+}
+
+// checkpoint_layers: true (every layer), false (none) or a count, each emitted as it was written.
+TEST(RestoreConfig, CheckpointLayersTakesABoolOrACount) {
+  const std::vector<std::pair<std::string, int64_t>> spellings{
+      {"true", model::kRecomputeAll}, {"false", 0}, {"0", 0}, {"20", 20}};
+  for (const auto& [text, count] : spellings) {
+    const train::RestoreConfig c = load(std::string(kBase) + "checkpoint_layers: " + text + "\n");
+    EXPECT_EQ(c.checkpoint_layers, count) << text;
+    const std::string yaml = train::restore_config_to_yaml(c);
+    const std::string emitted = text == "0" ? "false" : text;
+    EXPECT_NE(yaml.find("checkpoint_layers: " + emitted + "\n"), std::string::npos) << yaml;
+    EXPECT_EQ(load(yaml).checkpoint_layers, count) << text;
+  }
+  EXPECT_EQ(load(kBase, {"checkpoint_layers=12"}).checkpoint_layers, 12);
+  for (const char* bad : {"-3", "some", "[1]", "1.5"})
+    EXPECT_NE(load_error(std::string(kBase) + "checkpoint_layers: " + bad + "\n")
+                  .find("config key 'checkpoint_layers' must be true, false or a number of layers >= 0"),
+              std::string::npos)
+        << bad;
 }
 
 TEST(RestoreConfig, DataEntriesNameTheirTextField) {
@@ -146,7 +169,7 @@ TEST(RestoreConfig, RecipeAppliesUnderTheFilesKeys) {
   const train::RestoreConfig c = load(std::string(kBase) + "recipe: paper\nlr: 1e-3\nstage2: {steps: 3}\n");
   EXPECT_EQ(c.recipe, "paper");
   EXPECT_EQ(c.lr, 1e-3);                // the file's
-  EXPECT_TRUE(c.checkpoint_layers);     // the recipe's
+  EXPECT_EQ(c.checkpoint_layers, model::kRecomputeAll);  // the recipe's `true`
   EXPECT_EQ(c.stage2.lr, 2e-5);         // the recipe's, beside the file's stage2.steps
   EXPECT_EQ(c.stage2.steps, 3);
   EXPECT_EQ(load(kBase, {"recipe=paper", "lr=5e-4"}).lr, 5e-4);

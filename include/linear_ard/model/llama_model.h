@@ -3,6 +3,8 @@
 // layer's QKV projection, a KV cache, and activation recomputation.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <vector>
@@ -15,6 +17,9 @@
 #include "linear_ard/model/rope.h"
 
 namespace linear_ard::model {
+
+// ForwardOptions::recompute_layers for every layer.
+inline constexpr int64_t kRecomputeAll = std::numeric_limits<int64_t>::max();
 
 struct ForwardOptions {
   // HF attention_mask [B, past + n]: nonzero for real tokens, 0 for padding.
@@ -29,9 +34,10 @@ struct ForwardOptions {
   bool output_hidden_states = false;
   bool compute_logits = true;
   bool logits_last_only = false;  // logits of the last position only (decoding)
-  // Recompute each decoder layer in backward instead of storing its activations. Layers whose
+  // How many decoder layers, counting from the first, recompute their forward in backward instead
+  // of storing their activations (kRecomputeAll: every one); the others store theirs. Layers whose
   // Q/K/V are captured run normally, so the captured tensors carry gradients.
-  bool recompute_layers = false;
+  int64_t recompute_layers = 0;
   // Read and extended in place when set; positions continue after the cached tokens.
   KvCache* cache = nullptr;
 };

@@ -2,7 +2,9 @@
 // trainable Overrides, and the lookup/linear helpers the layers use to read through both.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -63,10 +65,23 @@ struct LoraAdapter {
 // "...q_proj.weight" for q|k|v, "...gate_proj.bias" for gate|up biases), holds that group's
 // replacements stacked by rows as one tensor, which weights_linear_group reads instead of
 // concatenating them; `replace` still holds each member (a view of its rows) for single reads.
+// `deferred`, when set, makes the decoder layers' entries when each layer runs (DeferredCasts).
+struct DeferredCasts;
 struct Overrides {
   std::map<std::string, torch::Tensor> replace;
   std::map<std::string, LoraAdapter> lora;
   std::map<std::string, torch::Tensor> stacked;
+  std::shared_ptr<const DeferredCasts> deferred;
+};
+
+// A decoder layer's overrides made when the layer runs rather than before the forward: `cast`
+// gives the entries whose names start with a layer's prefix ("model.layers.3."), differentiable
+// towards `leaves` of that prefix, the tensors they are made from (fp32 trainables, cast to the
+// model dtype). A layer that activation recomputation reruns holds its leaves only and makes its
+// entries again in backward, so none of them is kept between its forward and its backward.
+struct DeferredCasts {
+  std::function<Overrides(const std::string& prefix)> cast;
+  std::function<std::vector<torch::Tensor>(const std::string& prefix)> leaves;
 };
 
 // The tensor a model sees under `name`: the override if any, else the shared one; nullopt if
@@ -77,12 +92,14 @@ std::optional<torch::Tensor> weights_find(const LlamaWeights& weights, const Ove
 torch::Tensor weights_get(const LlamaWeights& weights, const Overrides& overrides,
                           const std::string& name);
 // The trainable tensors of `overrides` whose names start with `prefix` (replacements, stacked
-// groups and LoRA factors that require grad), in a stable order: the inputs activation
-// checkpointing must track.
+// groups and LoRA factors that require grad, then the deferred entries' leaves), in a stable
+// order: the inputs activation checkpointing must track.
 std::vector<torch::Tensor> overrides_trainable(const Overrides& overrides, const std::string& prefix);
 // The entries of `overrides` whose names start with `prefix`: what one layer reads, so that a
-// recomputed layer holds only its own weights.
+// recomputed layer holds only its own weights (the deferred ones are not made: see overrides_layer).
 Overrides overrides_under(const Overrides& overrides, const std::string& prefix);
+// overrides_under(`overrides`, `prefix`) with the deferred entries of `prefix` made now.
+Overrides overrides_layer(const Overrides& overrides, const std::string& prefix);
 
 // x W^T (+ bias) (+ LoRA) for the linear module `module` ("model.layers.0.self_attn.q_proj").
 torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overrides,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include "linear_ard/io/safetensors.h"
 #include "linear_ard/model/llama_weights.h"
+#include "linear_ard/train/held_gradients.h"
 
 namespace linear_ard::train {
 
@@ -38,8 +40,14 @@ class MasterBuffer {
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
 
   // The masters cast to `dtype`, differentiable: each group stacked in `stacked` (keyed by its
-  // first tensor's name) and every tensor by name in `replace` (views of its unit's cast).
-  model::Overrides overrides(torch::ScalarType dtype) const;
+  // first tensor's name) and every tensor by name in `replace` (views of its unit's cast). With
+  // `held` (whose units 0, 1, ... are this buffer's, registered in the order of unit_masters()),
+  // backward holds each unit's gradient there in `dtype` instead of giving the masters theirs.
+  // `which`, when set, picks the units cast by their first tensor's name.
+  model::Overrides overrides(torch::ScalarType dtype, const c10::intrusive_ptr<HeldGradients>& held = {},
+                             const std::function<bool(const std::string&)>& which = {}) const;
+  // The masters of each unit, in buffer order (each unit's in its stacking order).
+  std::vector<std::vector<torch::Tensor>> unit_masters() const;
 
   // Where the tensors lie: a unit is a group or a lone tensor, a contiguous range of the buffer.
   struct Unit {

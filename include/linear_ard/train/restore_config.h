@@ -153,7 +153,7 @@ struct RestoreConfig {
   bool deterministic = false;
   RunDevice device = RunDevice::kAuto;
   RunDtype dtype = RunDtype::kAuto;
-  bool checkpoint_layers = false;
+  int64_t checkpoint_layers = 0;  // the student's layers recomputed, from the first (model::kRecomputeAll: all)
   bool overlap_teacher = true;
   std::string output;
   bool overwrite = false;

@@ -25,7 +25,7 @@ struct ObjectiveContext {
   ops::RelationLossOptions loss_options;   // causal, lambda_q/k/v
   ObjectiveConfig objective;
   int64_t longred_max_skip = 1;
-  bool recompute_layers = false;
+  int64_t recompute_layers = 0;            // model::ForwardOptions::recompute_layers
   bool overlap_teacher = true;             // the teacher's forward beside the student's (teacher_overlap.h)
 };
 

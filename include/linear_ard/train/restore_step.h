@@ -32,6 +32,10 @@ struct StepSettings {
   // Data-parallel runs (several ranks): gradients and the reported loss are averaged over the ranks
   // (each rank's micro-batches are its own shard); null: one process.
   dist::GradientBuckets* gradients = nullptr;
+  // With one micro-batch, one process and a model dtype other than fp32: hold the gradients in the
+  // model dtype and apply them a few units at a time (train/held_gradients.h: half the gradients'
+  // memory, the same update); false: fp32 gradients on the parameters, one optimizer step.
+  bool hold_gradients = true;
 };
 
 // A non-finite loss or gradient norm: the run diverged (or overflowed its dtype) at this step.

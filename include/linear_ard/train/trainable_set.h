@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "linear_ard/io/safetensors.h"
 #include "linear_ard/model/llama_weights.h"
+#include "linear_ard/train/held_gradients.h"
 #include "linear_ard/train/master_buffer.h"
 #include "linear_ard/train/restore_config.h"
 
@@ -40,8 +42,14 @@ class TrainableSet {
   int64_t parameter_count() const;
 
   // The student's view: replacements and adapters cast to `dtype` (differentiable); `training`
-  // turns on LoRA dropout (lora.dropout), off for evaluation.
-  model::Overrides overrides(torch::ScalarType dtype, bool training) const;
+  // turns on LoRA dropout (lora.dropout), off for evaluation. `hold`: backward holds the
+  // gradients in `dtype` in held() instead of giving the parameters theirs (one backward an update:
+  // held_gradients.h). `defer`: the decoder layers' casts are made when each layer runs
+  // (model::DeferredCasts), so a recomputed layer keeps none between its forward and backward; the
+  // set must outlive the forward's graph.
+  model::Overrides overrides(torch::ScalarType dtype, bool training, bool hold = false, bool defer = false) const;
+  // The gradients overrides(..., hold = true) made backward hold, a unit a cast.
+  HeldGradients& held() { return *held_; }
   // The checkpoint with the trained tensors, each in its checkpoint dtype: replacements as they
   // are, LoRA merged as W + scale * B A (computed in fp32).
   io::TensorMap merged(const io::TensorMap& checkpoint) const;
@@ -64,6 +72,9 @@ class TrainableSet {
     nlohmann::json rank_pattern = nlohmann::json::object(), alpha_pattern = nlohmann::json::object();
   };
   PeftAdapters peft_adapters() const;
+  // overrides() of the tensors whose names `which` picks (all when unset).
+  model::Overrides casts(torch::ScalarType dtype, bool training, bool hold,
+                         const std::function<bool(const std::string&)>& which) const;
 
   bool lora_ = false;
   LoraConfig lora_config_;
@@ -74,6 +85,8 @@ class TrainableSet {
   int64_t num_layers_ = 0;
   std::vector<std::string> names_;
   std::optional<MasterBuffer> masters_;  // qkv / full: the masters' one buffer
+  // Its units are the masters' units in buffer order, or each LoRA factor in parameters_' order.
+  c10::intrusive_ptr<HeldGradients> held_ = c10::make_intrusive<HeldGradients>();
   std::vector<torch::Tensor> parameters_;
 };
 

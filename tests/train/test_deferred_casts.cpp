@@ -1,0 +1,85 @@
+// Deferred casts (TrainableSet::overrides with defer, model::DeferredCasts) against the casts made
+// up front: a layer that activation recomputation reruns keeps none of its casts between forward
+// and backward, a layer that stores its activations keeps its own, and the gradients are the same
+// bit for bit (on the parameters, or held in the model dtype), for the q/k/v masters and for LoRA.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../model/tiny_config.h"            // defines: tiny_config
+#include "linear_ard/model/llama_model.h"    // defines: model_forward, kRecomputeAll
+#include "linear_ard/model/rope.h"           // defines: rope_tables_init
+#include "linear_ard/train/trainable_set.h"  // defines: TrainableSet
+
+namespace {
+
+using namespace linear_ard;
+
+train::TrainableSet trainables_make(const model::LlamaWeights& w, train::Trainable mode) {
+  torch::manual_seed(4);
+  train::LoraConfig lora;
+  lora.rank = 3;
+  train::TrainableSet set(mode, lora, w.tensors, w, w.config.num_hidden_layers - 1, torch::kCPU);
+  torch::NoGradGuard no_grad;
+  if (mode == train::Trainable::kLoraQkv)  // B = 0 would give A no gradient
+    for (size_t i = 1; i < set.parameters().size(); i += 2) set.parameters()[i].fill_(0.01);
+  return set;
+}
+
+// Every layer but the captured last one recomputed; the loss reads the last layer's Q/K/V.
+torch::Tensor loss_of(const model::LlamaWeights& w, const model::Overrides& o, const torch::Tensor& ids) {
+  model::ForwardOptions options;
+  options.recompute_layers = model::kRecomputeAll;
+  options.stop_after_qkv_layer = -1;
+  const model::LayerQkv qkv = model::model_forward(w, model::rope_tables_init(w.config), o, ids, options).qkv.begin()->second;
+  return qkv.q.to(torch::kFloat).square().mean() + qkv.k.to(torch::kFloat).mean() + qkv.v.to(torch::kFloat).square().sum();
+}
+
+// The gradients a backward left: held ones cast up, else the parameters', flattened in order.
+torch::Tensor gradients_of(train::TrainableSet& set, bool hold) {
+  std::vector<torch::Tensor> flat;
+  if (hold) {
+    for (const auto& g : set.held().held()) flat.push_back(g.to(torch::kFloat));
+  } else {
+    for (const auto& p : set.parameters()) flat.push_back(p.grad().reshape(-1));
+  }
+  return torch::cat(flat);
+}
+
+TEST(DeferredCasts, RecomputedLayersKeepNoCastAndTheGradientsAreTheSame) {
+  const auto w = model::llama_weights_random(model::tiny_config(), torch::kBFloat16, torch::kCPU, 31);
+  const auto ids = torch::randint(0, 97, {2, 9}, torch::kLong);
+  for (const auto mode : {train::Trainable::kQkv, train::Trainable::kLoraQkv})
+    for (const bool hold : {false, true}) {
+      train::TrainableSet eager = trainables_make(w, mode), deferred = trainables_make(w, mode);
+      loss_of(w, eager.overrides(torch::kBFloat16, true, hold), ids).backward();
+
+      model::Overrides o = deferred.overrides(torch::kBFloat16, true, hold, /*defer=*/true);
+      ASSERT_TRUE(o.deferred && o.replace.empty() && o.stacked.empty() && o.lora.empty());
+      // What each layer's casts were, by prefix, as weak references to their storage.
+      std::map<std::string, std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>>> made;
+      auto recording = std::make_shared<model::DeferredCasts>(*o.deferred);
+      recording->cast = [inner = o.deferred, &made](const std::string& prefix) {
+        model::Overrides r = inner->cast(prefix);
+        for (const auto& [name, t] : r.replace) made[prefix].push_back(t.storage().getWeakStorageImpl());
+        for (const auto& [name, l] : r.lora)
+          for (const auto* t : {&l.a, &l.b}) made[prefix].push_back(t->storage().getWeakStorageImpl());
+        return r;
+      };
+      o.deferred = recording;
+      torch::Tensor loss = loss_of(w, o, ids);
+      o = {};
+      ASSERT_EQ(made.size(), 3u);
+      for (const auto& [prefix, casts] : made)
+        for (const auto& c : casts)
+          EXPECT_EQ(c.expired(), prefix != "model.layers.2.") << prefix << (hold ? " held" : "");
+      loss.backward();
+      EXPECT_TRUE(torch::equal(gradients_of(deferred, hold), gradients_of(eager, hold))) << (hold ? "held" : "");
+    }
+}
+
+}  // namespace
