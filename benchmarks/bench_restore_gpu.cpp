@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -39,6 +38,7 @@
 #include "linear_ard/model/llama_model.h"     // defines: kRecomputeAll
 #include "linear_ard/model/llama_weights.h"   // defines: llama_weights_random
 #include "linear_ard/model/rope.h"            // defines: rope_tables_init
+#include "linear_ard/train/deterministic.h"   // defines: deterministic_set
 #include "linear_ard/train/fused_adamw.h"     // defines: FusedAdamW (the trainer's optimizer)
 #include "linear_ard/train/metrics_log.h"     // defines: memory_peak_bytes
 #include "linear_ard/train/restore_config.h"  // defines: RestoreConfig (the trainer's defaults)
@@ -297,10 +297,7 @@ void row_print(const Case& c, const Measured& m, bool tiny, int64_t num_layers, 
 int main(int argc, char** argv) {
   try {
     const Options o = options_parse(argc, argv);
-    if (o.deterministic) {  // as `linear-ard restore` sets it (train/run_plan.cpp), before any GEMM
-      setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-      at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
-    }
+    if (o.deterministic) train::deterministic_set();  // as `linear-ard restore` does, before any GEMM
     const std::vector<Case> cases = cases_parse(o.cases_text);
     const model::DeviceChoice choice = model::device_choice_resolve("auto", "auto", "device", "dtype");
     const model::ModelConfig mc = config_make(o.tiny);

@@ -78,12 +78,13 @@ AttentionMask attention_mask_build(int64_t q_len, int64_t past_len,
   return {visible, false};
 }
 
-LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides,
-                       const std::string& prefix, const torch::Tensor& x, const RopeCosSin& rope) {
+LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides, const std::string& prefix,
+                       const torch::Tensor& x, const RopeCosSin& rope, const NormedInput* x_from) {
   const ModelConfig& c = weights.config;
   const int64_t d = model_config_head_dim(c), h = c.num_attention_heads, hkv = c.num_key_value_heads;
   // One GEMM for q, k and v ([B, n, (H + 2 Hkv) d]), then on CUDA one kernel for the split and RoPE.
-  auto qkv = weights_linear_group(weights, overrides, {prefix + ".q_proj", prefix + ".k_proj", prefix + ".v_proj"}, x);
+  auto qkv =
+      weights_linear_group(weights, overrides, {prefix + ".q_proj", prefix + ".k_proj", prefix + ".v_proj"}, x, x_from);
   if (model_config_qk_norm(c)) return attention_qkv_normed(weights, overrides, prefix, qkv, rope);
   if (rope_qkv_fused_supported(qkv, rope)) {
     auto [q, k, v] = rope_qkv_fused(qkv, rope, h, hkv, d);

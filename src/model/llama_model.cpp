@@ -36,8 +36,8 @@ torch::Tensor decoder_layer(const LayerContext& ctx, const torch::Tensor& hidden
   const LlamaWeights& w = *ctx.weights;
   const std::string p = layer_prefix(ctx.layer);
   const double eps = w.config.rms_norm_eps;
-  auto normed = rms_norm(hidden, weights_get(w, ctx.overrides, p + ".input_layernorm.weight"), eps);
-  LayerQkv qkv = attention_qkv(w, ctx.overrides, p + ".self_attn", normed, ctx.rope);
+  const NormedInput in{hidden, weights_get(w, ctx.overrides, p + ".input_layernorm.weight"), eps};
+  LayerQkv qkv = attention_qkv(w, ctx.overrides, p + ".self_attn", rms_norm(in.input, in.weight, eps), ctx.rope, &in);
   if (capture) *capture = qkv;
   auto k = qkv.k, v = qkv.v;
   if (cache) std::tie(k, v) = kv_cache_append(*cache, ctx.layer, k, v);
@@ -120,9 +120,9 @@ ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
                      cos_sin, mask_for(layer), layer};
     if (options.stop_after_qkv_layer && layer == last_layer) {
       const std::string p = layer_prefix(layer);
-      auto normed = rms_norm(hidden, weights_get(weights, ctx.overrides, p + ".input_layernorm.weight"),
-                             c.rms_norm_eps);
-      out.qkv[layer] = attention_qkv(weights, ctx.overrides, p + ".self_attn", normed, cos_sin);
+      const NormedInput in{hidden, weights_get(weights, ctx.overrides, p + ".input_layernorm.weight"), c.rms_norm_eps};
+      out.qkv[layer] = attention_qkv(weights, ctx.overrides, p + ".self_attn", rms_norm(in.input, in.weight, in.eps),
+                                     cos_sin, &in);
       return out;
     }
     if (recompute) {

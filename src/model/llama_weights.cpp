@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "linear_ard/model/linear_recast.h"  // defines: linear_recast
 #include "linear_ard/model/memory_fit.h"  // defines: memory_fit_check, model_config_sizes_text
 #include "linear_ard/model/weights_pack.h"  // defines: weights_group_pack
 
@@ -205,6 +206,10 @@ Overrides overrides_under(const Overrides& overrides, const std::string& prefix)
     if (matches(name)) out.stacked.emplace(name, t);
   for (const auto& [name, lora] : overrides.lora)
     if (matches(name)) out.lora.emplace(name, lora);
+  for (const auto& [name, t] : overrides.sources)
+    if (matches(name)) out.sources.emplace(name, t);
+  for (const auto& [name, t] : overrides.stacked_sources)
+    if (matches(name)) out.stacked_sources.emplace(name, t);
   return out;
 }
 
@@ -215,19 +220,24 @@ Overrides overrides_layer(const Overrides& overrides, const std::string& prefix)
   out.replace.insert(made.replace.begin(), made.replace.end());
   out.stacked.insert(made.stacked.begin(), made.stacked.end());
   out.lora.insert(made.lora.begin(), made.lora.end());
+  out.sources.insert(made.sources.begin(), made.sources.end());
+  out.stacked_sources.insert(made.stacked_sources.begin(), made.stacked_sources.end());
   return out;
 }
 
 torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overrides,
-                             const std::string& module, const torch::Tensor& x) {
+                             const std::string& module, const torch::Tensor& x, const NormedInput* x_from) {
   auto bias = weights_find(weights, overrides, module + ".bias");
-  auto y = torch::nn::functional::linear(x, weights_get(weights, overrides, module + ".weight"),
-                                         bias ? *bias : torch::Tensor());
+  const std::string name = module + ".weight";
+  const auto source = overrides.sources.find(name);
+  auto y = linear_recast(x, weights_get(weights, overrides, name),
+                         source != overrides.sources.end() ? source->second : torch::Tensor(),
+                         bias ? *bias : torch::Tensor(), x_from);
   if (auto it = overrides.lora.find(module); it != overrides.lora.end()) {
     const LoraAdapter& lora = it->second;
     const torch::Tensor in = lora.dropout > 0 ? torch::dropout(x, lora.dropout, /*train=*/true) : x;
-    y = y + torch::nn::functional::linear(torch::nn::functional::linear(in, lora.a), lora.b) *
-                lora.scale;
+    const torch::Tensor down = linear_recast(in, lora.a, lora.a_source, {}, lora.dropout > 0 ? nullptr : x_from);
+    y = y + linear_recast(down, lora.b, lora.b_source) * lora.scale;
   }
   return y;
 }

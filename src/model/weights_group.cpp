@@ -3,7 +3,8 @@
 
 #include <stdexcept>
 
-#include "linear_ard/model/weights_pack.h"  // defines: weights_rows_view, weights_stackable
+#include "linear_ard/model/linear_recast.h"  // defines: linear_recast
+#include "linear_ard/model/weights_pack.h"   // defines: weights_rows_view, weights_stackable
 
 namespace linear_ard::model {
 namespace {
@@ -28,7 +29,8 @@ torch::Tensor rows_stacked(const Overrides& overrides, const std::string& first,
 }  // namespace
 
 torch::Tensor weights_linear_group(const LlamaWeights& weights, const Overrides& overrides,
-                                   const std::vector<std::string>& modules, const torch::Tensor& x) {
+                                   const std::vector<std::string>& modules, const torch::Tensor& x,
+                                   const NormedInput* x_from) {
   std::vector<torch::Tensor> ws, bs;
   bool lora = false;
   for (const auto& m : modules) {
@@ -39,12 +41,14 @@ torch::Tensor weights_linear_group(const LlamaWeights& weights, const Overrides&
   const bool biases_ok = bs.empty() || (bs.size() == ws.size() && weights_stackable(bs));
   if (lora || !biases_ok || !weights_stackable(ws)) {
     std::vector<torch::Tensor> outs;
-    for (const auto& m : modules) outs.push_back(weights_linear(weights, overrides, m, x));
+    for (const auto& m : modules) outs.push_back(weights_linear(weights, overrides, m, x, x_from));
     return torch::cat(outs, -1);
   }
   const std::string& first = modules.front();
-  return torch::nn::functional::linear(x, rows_stacked(overrides, first + ".weight", ws),
-                                       bs.empty() ? torch::Tensor() : rows_stacked(overrides, first + ".bias", bs));
+  const auto source = overrides.stacked_sources.find(first + ".weight");
+  return linear_recast(x, rows_stacked(overrides, first + ".weight", ws),
+                       source != overrides.stacked_sources.end() ? source->second : torch::Tensor(),
+                       bs.empty() ? torch::Tensor() : rows_stacked(overrides, first + ".bias", bs), x_from);
 }
 
 }  // namespace linear_ard::model

@@ -122,35 +122,34 @@ MasterBuffer::MasterBuffer(const std::vector<std::string>& names, const io::Tens
     master.copy_(checkpoint.at(names_[i]));
     parameters_.push_back(master.set_requires_grad(true));
   }
-}
-
-std::vector<std::vector<torch::Tensor>> MasterBuffer::unit_masters() const {
-  std::vector<std::vector<torch::Tensor>> out;
   for (const Unit& u : layout_->units) {
-    out.emplace_back();
-    for (size_t i : u.members) out.back().push_back(parameters_[i]);
+    unit_masters_.emplace_back();
+    for (size_t i : u.members) unit_masters_.back().push_back(parameters_[i]);
   }
-  return out;
 }
 
 model::Overrides MasterBuffer::overrides(torch::ScalarType dtype, const c10::intrusive_ptr<HeldGradients>& held,
-                                        const std::function<bool(const std::string&)>& which) const {
+                                        const std::function<bool(const std::string&)>& which,
+                                        int64_t recast_bytes) const {
   const c10::IValue layout = c10::IValue::make_capsule(layout_);
-  const std::vector<std::vector<torch::Tensor>> masters = unit_masters();
   model::Overrides o;
   for (size_t u = 0; u < layout_->units.size(); ++u) {
     const Unit& span = layout_->units[u];
     const std::vector<size_t>& members = span.members;
     if (which && !which(names_[members.front()])) continue;
     const auto index = static_cast<int64_t>(u);
+    const torch::Tensor source = flat_.narrow(0, span.offset, span.numel).view(span.sizes);
     const torch::Tensor unit =
-        held ? held_cast(flat_.narrow(0, span.offset, span.numel).view(span.sizes), masters[u], dtype, held, index)
-             : UnitCast::apply(flat_, at::TensorList(masters[u]), static_cast<int64_t>(dtype), index, layout);
+        held ? held_cast(source, unit_masters_[u], dtype, held, index)
+             : UnitCast::apply(flat_, at::TensorList(unit_masters_[u]), static_cast<int64_t>(dtype), index, layout);
+    const bool recast = span.numel * static_cast<int64_t>(c10::elementSize(dtype)) >= recast_bytes;
     if (members.size() > 1) o.stacked[names_[members.front()]] = unit;
+    if (members.size() > 1 && recast) o.stacked_sources[names_[members.front()]] = source;
     int64_t row = 0;
     for (size_t i : members) {
       const int64_t rows = members.size() > 1 ? layout_->sizes_of[i][0] : 0;
       o.replace[names_[i]] = members.size() > 1 ? unit.narrow(0, row, rows) : unit;
+      if (recast) o.sources[names_[i]] = members.size() > 1 ? source.narrow(0, row, rows) : source;
       row += rows;
     }
   }

@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
-
-#include <ATen/Context.h>
 
 #include "linear_ard/model/device_choice.h"  // defines: device_choice_resolve
 #include "linear_ard/model/memory_fit.h"     // defines: memory_plan_check
 #include "linear_ard/model/weights_place.h"  // defines: weights_place
+#include "linear_ard/train/deterministic.h"  // defines: deterministic_set
 #include "run_memory.h"                      // defines: run_memory_plan
 
 namespace linear_ard::train {
@@ -120,16 +118,6 @@ void blocks_open(RunPlan& plan) {
   }
   plan.blocks1->shuffle(c.data_shuffle, c.seed);
   if (plan.blocks2) plan.blocks2->shuffle(c.data_shuffle, c.seed + 1);
-}
-
-// Same config and seed, same weights: torch's deterministic algorithms and cuBLAS's fixed-workspace
-// mode, which it reads when it creates its handle, so before the first matrix product on the device.
-// Strict, not warn-only: with warn_only torch keeps SDPA's flash and memory-efficient backward on
-// their atomic dQ accumulation (a warning, not the same bits), and an op without a deterministic
-// implementation fails naming itself instead of silently breaking the promise.
-void deterministic_set() {
-  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 }
 
 // Legal but suspicious settings: a context too short to hold the relations RoPE scaling changes,

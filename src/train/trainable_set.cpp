@@ -73,7 +73,7 @@ TrainableSet::TrainableSet(Trainable mode, const LoraConfig& lora, const io::Ten
     names_ = mode == Trainable::kFull ? full_names(weights) : qkv_names(checkpoint, last_layer);
     masters_.emplace(names_, checkpoint, num_layers_, device);
     parameters_ = masters_->parameters();
-    for (auto& unit : masters_->unit_masters()) held_->unit_add(std::move(unit));
+    for (const auto& unit : masters_->unit_masters()) held_->unit_add(unit);
     return;
   }
   lora_ = true;
@@ -125,17 +125,22 @@ model::Overrides TrainableSet::overrides(torch::ScalarType dtype, bool training,
 
 model::Overrides TrainableSet::casts(torch::ScalarType dtype, bool training, bool hold,
                                      const std::function<bool(const std::string&)>& which) const {
-  if (!lora_) return masters_->overrides(dtype, hold ? held_ : c10::intrusive_ptr<HeldGradients>(), which);
+  if (!lora_) return masters_->overrides(dtype, hold ? held_ : c10::intrusive_ptr<HeldGradients>(), which, recast_bytes_);
   const double scale = lora_config_.alpha / static_cast<double>(lora_config_.rank);
   const double dropout = training ? lora_config_.dropout : 0.0;
   const auto cast = [&](size_t i) {
     const torch::Tensor& p = parameters_[i];
     return hold ? held_cast(p.detach(), p, dtype, held_, static_cast<int64_t>(i)) : p.to(dtype);
   };
+  const auto source = [&](size_t i) {
+    const torch::Tensor& p = parameters_[i];
+    return p.numel() * static_cast<int64_t>(c10::elementSize(dtype)) >= recast_bytes_ ? p.detach() : torch::Tensor();
+  };
   model::Overrides o;
   for (size_t m = 0; m < modules_.size(); ++m)
     if (!which || which(modules_[m]))
-      o.lora[modules_[m]] = model::LoraAdapter{cast(2 * m), cast(2 * m + 1), scale, dropout};
+      o.lora[modules_[m]] = model::LoraAdapter{cast(2 * m), cast(2 * m + 1), scale, dropout, source(2 * m),
+                                               source(2 * m + 1)};
   return o;
 }
 

@@ -132,10 +132,11 @@ def check_model(binary, folder, tok, device, dtype, work, failures):
         "niah_multikey_2", "vt", "fwe", "-o", ruler_out, *args)
     pk = json.loads((work / f"{name}_pk.json").read_text())
     ruler = json.loads(ruler_out.with_suffix(".json").read_text())
-    pairs = [(p["text"], out) for row in pk["rows"] for p, out in zip(row["prompts"], row["output_ids"])]
-    pairs += [(s["prompt"], s["output_ids"]) for s in ruler["samples"]]
-    for text, out in pairs:
-        ids = tok.encode(text).ids
+    # A passkey prompt is its text's ids and then the answer lead's (the ids that begin the answer).
+    pairs = [(p["text"], p["answer_lead_ids"], out) for row in pk["rows"] for p, out in zip(row["prompts"], row["output_ids"])]
+    pairs += [(s["prompt"], [], s["output_ids"]) for s in ruler["samples"]]
+    for text, lead, out in pairs:
+        ids = tok.encode(text).ids + lead
         lg = logits_of(hf, ids + out, device)
         for t, token in enumerate(out):
             step = lg["fp64"][len(ids) - 1 + t]

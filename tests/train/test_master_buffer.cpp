@@ -1,7 +1,8 @@
 // MasterBuffer against the per-tensor casts it replaces: the same values forward, the same
 // gradients backward (bit for bit), each q|k|v group one cast, the masters views of one buffer that
-// the optimizer's in-place updates reach, no gradient where nothing was read, and each unit's cast
-// freed by backward through recomputed layers while the graph is still alive.
+// the optimizer's in-place updates reach, no gradient where nothing was read, no cast kept by the
+// graph where linear_recast reads it, and each unit's cast freed by backward through recomputed
+// layers where nothing does.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -85,8 +86,9 @@ TEST(MasterBuffer, InPlaceUpdatesReachTheNextCast) {
 }
 
 // Layers 0 and 1 recomputed, layer 2 captured: once backward has run, no unit's cast is alive,
-// although the loss (and so the graph with its recompute nodes) still is.
-TEST(MasterBuffer, BackwardFreesEachCastBeforeTheGraph) {
+// although the loss (and so the graph with its recompute nodes) still is; before it, the captured
+// layer's cast is alive only without the sources (linear_recast keeps those instead).
+TEST(MasterBuffer, BackwardFreesEachCastAndTheSourcesKeepTheStoredLayersNone) {
   const model::LlamaWeights w = model::llama_weights_random(model::tiny_config(), torch::kFloat, torch::kCPU, 13);
   std::vector<std::string> names;
   io::TensorMap checkpoint;
@@ -97,25 +99,35 @@ TEST(MasterBuffer, BackwardFreesEachCastBeforeTheGraph) {
       checkpoint[name] = w.tensors.at(name);
     }
   train::MasterBuffer buffer(names, checkpoint, w.config.num_hidden_layers, torch::kCPU);
-  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> casts;
-  torch::Tensor loss;
-  {
-    const model::Overrides o = buffer.overrides(torch::kFloat);  // a copy of its own, as a bf16 cast
-    ASSERT_EQ(o.stacked.size(), 3u);
-    for (const auto& [name, t] : o.stacked) casts.push_back(t.storage().getWeakStorageImpl());
-    model::ForwardOptions opt;
-    opt.recompute_layers = model::kRecomputeAll;
-    opt.stop_after_qkv_layer = 2;
-    const auto ids = torch::randint(0, 97, {2, 7}, torch::kLong);
-    const model::ModelOutputs out =
-        model::model_forward(w, model::rope_tables_init(w.config), o, ids, opt);
-    const model::LayerQkv& qkv = out.qkv.at(2);
-    loss = qkv.q.square().mean() + qkv.k.square().mean() + qkv.v.square().mean();
+  const auto ids = torch::randint(0, 97, {2, 7}, torch::kLong);
+  for (const bool sources : {true, false}) {
+    std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> casts;
+    torch::Tensor loss;
+    {
+      model::Overrides o = buffer.overrides(torch::kFloat);  // a copy of its own, as a bf16 cast
+      ASSERT_EQ(o.stacked.size(), 3u);
+      ASSERT_EQ(o.stacked_sources.size(), 3u);
+      ASSERT_EQ(o.sources.size(), names.size());
+      if (!sources) o.sources.clear(), o.stacked_sources.clear();
+      for (const auto& [name, t] : o.stacked) casts.push_back(t.storage().getWeakStorageImpl());
+      model::ForwardOptions opt;
+      opt.recompute_layers = model::kRecomputeAll;
+      opt.stop_after_qkv_layer = 2;
+      const model::ModelOutputs out = model::model_forward(w, model::rope_tables_init(w.config), o, ids, opt);
+      const model::LayerQkv& qkv = out.qkv.at(2);
+      loss = qkv.q.square().mean() + qkv.k.square().mean() + qkv.v.square().mean();
+    }
+    // Layers 0 and 1's casts are in their recompute closures (made up front, not deferred); layer 2's
+    // only a GEMM's saved weight would keep.
+    for (size_t u = 0; u < casts.size(); ++u)
+      EXPECT_EQ(casts[u].expired(), sources && u == 2) << "before backward, unit " << u << ", sources " << sources;
+    loss.backward();
+    for (size_t u = 0; u < casts.size(); ++u) EXPECT_TRUE(casts[u].expired()) << "unit " << u;
+    for (size_t i = 0; i < names.size(); ++i) {
+      EXPECT_TRUE(buffer.parameters()[i].grad().defined()) << names[i];
+      buffer.parameters()[i].mutable_grad().reset();
+    }
   }
-  for (const auto& c : casts) EXPECT_FALSE(c.expired()) << "the graph holds every cast before backward";
-  loss.backward();
-  for (size_t u = 0; u < casts.size(); ++u) EXPECT_TRUE(casts[u].expired()) << "unit " << u;
-  for (size_t i = 0; i < names.size(); ++i) EXPECT_TRUE(buffer.parameters()[i].grad().defined()) << names[i];
 }
 
 }  // namespace

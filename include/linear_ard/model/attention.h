@@ -33,9 +33,9 @@ AttentionMask attention_mask_build(int64_t q_len, int64_t past_len,
                                    std::optional<int64_t> window, torch::Device device);
 
 // x (already normed) [B, n, hidden] -> post-RoPE Q, K, V of the attention block `prefix`
-// ("model.layers.3.self_attn").
-LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides,
-                       const std::string& prefix, const torch::Tensor& x, const RopeCosSin& rope);
+// ("model.layers.3.self_attn"). `x_from`: what x is the RMSNorm of (linear_recast).
+LayerQkv attention_qkv(const LlamaWeights& weights, const Overrides& overrides, const std::string& prefix,
+                       const torch::Tensor& x, const RopeCosSin& rope, const NormedInput* x_from = nullptr);
 
 // softmax(q k^T / sqrt(d) + mask) v with K/V heads repeated for GQA, then o_proj: [B, n, hidden].
 torch::Tensor attention_output(const LlamaWeights& weights, const Overrides& overrides,

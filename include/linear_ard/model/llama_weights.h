@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "linear_ard/model/linear_recast.h"
 #include "linear_ard/model/model_config.h"
 
 namespace linear_ard::model {
@@ -52,10 +53,12 @@ LlamaWeights llama_weights_random(const ModelConfig& config, torch::ScalarType d
 // Low-rank update of a linear weight W [out, in]: y += scale * (dropout(x) A^T) B^T, A [r, in],
 // B [out, r]. `dropout` > 0 drops the branch's input as PEFT's lora_dropout does in training (each
 // module draws its own mask from the input device's generator); 0 in evaluation.
+// `a_source` / `b_source`, when set, are what a and b are casts of (linear_recast).
 struct LoraAdapter {
   torch::Tensor a, b;
   double scale = 1.0;
   double dropout = 0.0;
+  torch::Tensor a_source, b_source;
 };
 
 // What one model changes on top of the shared weights, by the same HF names: `replace` swaps a
@@ -65,12 +68,17 @@ struct LoraAdapter {
 // "...q_proj.weight" for q|k|v, "...gate_proj.bias" for gate|up biases), holds that group's
 // replacements stacked by rows as one tensor, which weights_linear_group reads instead of
 // concatenating them; `replace` still holds each member (a view of its rows) for single reads.
-// `deferred`, when set, makes the decoder layers' entries when each layer runs (DeferredCasts).
+// `sources` and `stacked_sources`, keyed as `replace` and `stacked`, hold for an entry that is a
+// cast the tensor it was cast from (an fp32 master, without gradient): a linear reading the entry
+// keeps that for backward instead of the cast (linear_recast), so the cast lives only while its
+// layer runs forward. `deferred`, when set, makes the decoder layers' entries when each layer runs
+// (DeferredCasts).
 struct DeferredCasts;
 struct Overrides {
   std::map<std::string, torch::Tensor> replace;
   std::map<std::string, LoraAdapter> lora;
   std::map<std::string, torch::Tensor> stacked;
+  std::map<std::string, torch::Tensor> sources, stacked_sources;
   std::shared_ptr<const DeferredCasts> deferred;
 };
 
@@ -101,8 +109,11 @@ Overrides overrides_under(const Overrides& overrides, const std::string& prefix)
 // overrides_under(`overrides`, `prefix`) with the deferred entries of `prefix` made now.
 Overrides overrides_layer(const Overrides& overrides, const std::string& prefix);
 
-// x W^T (+ bias) (+ LoRA) for the linear module `module` ("model.layers.0.self_attn.q_proj").
+// x W^T (+ bias) (+ LoRA) for the linear module `module` ("model.layers.0.self_attn.q_proj"); a
+// weight with a source in `overrides` is read by linear_recast, with `x_from` (what x is the RMSNorm
+// of) where given.
 torch::Tensor weights_linear(const LlamaWeights& weights, const Overrides& overrides,
-                             const std::string& module, const torch::Tensor& x);
+                             const std::string& module, const torch::Tensor& x,
+                             const NormedInput* x_from = nullptr);
 
 }  // namespace linear_ard::model

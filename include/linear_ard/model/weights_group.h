@@ -17,8 +17,10 @@ namespace linear_ard::model {
 // group where there is one (trainable masters cast in one piece, whose gradients flow back through
 // it), a view where the weights lie back to back (weights_group_pack), else their concatenation.
 // With LoRA on any module, biases on some but not all, or weights of different dtypes, each module
-// takes its own weights_linear and the outputs are concatenated.
+// takes its own weights_linear and the outputs are concatenated. `x_from`: what x is the RMSNorm of
+// (linear_recast).
 torch::Tensor weights_linear_group(const LlamaWeights& weights, const Overrides& overrides,
-                                   const std::vector<std::string>& modules, const torch::Tensor& x);
+                                   const std::vector<std::string>& modules, const torch::Tensor& x,
+                                   const NormedInput* x_from = nullptr);
 
 }  // namespace linear_ard::model

@@ -40,14 +40,17 @@ class MasterBuffer {
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
 
   // The masters cast to `dtype`, differentiable: each group stacked in `stacked` (keyed by its
-  // first tensor's name) and every tensor by name in `replace` (views of its unit's cast). With
+  // first tensor's name) and every tensor by name in `replace` (views of its unit's cast), each
+  // with its fp32 source in `stacked_sources` / `sources` (model::linear_recast keeps those). With
   // `held` (whose units 0, 1, ... are this buffer's, registered in the order of unit_masters()),
   // backward holds each unit's gradient there in `dtype` instead of giving the masters theirs.
-  // `which`, when set, picks the units cast by their first tensor's name.
+  // `which`, when set, picks the units cast by their first tensor's name; units whose cast is
+  // smaller than `recast_bytes` come without sources.
   model::Overrides overrides(torch::ScalarType dtype, const c10::intrusive_ptr<HeldGradients>& held = {},
-                             const std::function<bool(const std::string&)>& which = {}) const;
+                             const std::function<bool(const std::string&)>& which = {},
+                             int64_t recast_bytes = 0) const;
   // The masters of each unit, in buffer order (each unit's in its stacking order).
-  std::vector<std::vector<torch::Tensor>> unit_masters() const;
+  const std::vector<std::vector<torch::Tensor>>& unit_masters() const { return unit_masters_; }
 
   // Where the tensors lie: a unit is a group or a lone tensor, a contiguous range of the buffer.
   struct Unit {
@@ -67,6 +70,7 @@ class MasterBuffer {
   torch::Tensor flat_;  // fp32, no grad: the masters' storage
   c10::intrusive_ptr<Layout> layout_;
   std::vector<torch::Tensor> parameters_;
+  std::vector<std::vector<torch::Tensor>> unit_masters_;  // parameters_ by unit, made once
 };
 
 }  // namespace linear_ard::train

@@ -48,6 +48,14 @@ class TrainableSet {
   // (model::DeferredCasts), so a recomputed layer keeps none between its forward and backward; the
   // set must outlive the forward's graph.
   model::Overrides overrides(torch::ScalarType dtype, bool training, bool hold = false, bool defer = false) const;
+  // Casts of at least this many bytes come with their sources (model::Overrides::sources), which
+  // a linear keeps for backward instead of the cast (model::linear_recast). Smaller ones save
+  // little and cost a cast and its launch again in backward: SmolLM2-135M's q|k|v (1.1 MB a
+  // layer) made its host-bound step 3 % slower for 0.5 of its 6.4 GiB; a LLaMA-2-7B layer's q|k|v
+  // (100 MB) and a LoRA r 1024 factor at hidden 4096 (8 MiB) cost it under 1 % (docs/training.md,
+  // "Memory").
+  static constexpr int64_t kRecastBytes = int64_t{4} << 20;
+  void recast_bytes_set(int64_t bytes) { recast_bytes_ = bytes; }
   // The gradients overrides(..., hold = true) made backward hold, a unit a cast.
   HeldGradients& held() { return *held_; }
   // The checkpoint with the trained tensors, each in its checkpoint dtype: replacements as they
@@ -77,6 +85,7 @@ class TrainableSet {
                          const std::function<bool(const std::string&)>& which) const;
 
   bool lora_ = false;
+  int64_t recast_bytes_ = kRecastBytes;
   LoraConfig lora_config_;
   model::ModelConfig config_;
   std::vector<std::string> target_modules_;  // LoRA: short module names (q_proj, ...)
