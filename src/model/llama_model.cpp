@@ -31,13 +31,21 @@ struct LayerContext {
   int64_t layer;
 };
 
+// The layer's input norm and Q/K/V projection; the projection may make its normed input again in
+// backward from `hidden` (linear_recast's NormedInput) instead of keeping it.
+LayerQkv layer_qkv(const LayerContext& ctx, const torch::Tensor& hidden) {
+  const LlamaWeights& w = *ctx.weights;
+  const std::string p = layer_prefix(ctx.layer);
+  const NormedInput in{hidden, weights_get(w, ctx.overrides, p + ".input_layernorm.weight"), w.config.rms_norm_eps};
+  return attention_qkv(w, ctx.overrides, p + ".self_attn", rms_norm(in.input, in.weight, in.eps), ctx.rope, &in);
+}
+
 torch::Tensor decoder_layer(const LayerContext& ctx, const torch::Tensor& hidden, KvCache* cache,
                             LayerQkv* capture) {
   const LlamaWeights& w = *ctx.weights;
   const std::string p = layer_prefix(ctx.layer);
   const double eps = w.config.rms_norm_eps;
-  const NormedInput in{hidden, weights_get(w, ctx.overrides, p + ".input_layernorm.weight"), eps};
-  LayerQkv qkv = attention_qkv(w, ctx.overrides, p + ".self_attn", rms_norm(in.input, in.weight, eps), ctx.rope, &in);
+  LayerQkv qkv = layer_qkv(ctx, hidden);
   if (capture) *capture = qkv;
   auto k = qkv.k, v = qkv.v;
   if (cache) std::tie(k, v) = kv_cache_append(*cache, ctx.layer, k, v);
@@ -119,10 +127,7 @@ ModelOutputs model_forward(const LlamaWeights& weights, const RopeTables& rope,
     LayerContext ctx{&weights, recompute ? overrides_under(overrides, prefix) : overrides_layer(overrides, prefix),
                      cos_sin, mask_for(layer), layer};
     if (options.stop_after_qkv_layer && layer == last_layer) {
-      const std::string p = layer_prefix(layer);
-      const NormedInput in{hidden, weights_get(weights, ctx.overrides, p + ".input_layernorm.weight"), c.rms_norm_eps};
-      out.qkv[layer] = attention_qkv(weights, ctx.overrides, p + ".self_attn", rms_norm(in.input, in.weight, in.eps),
-                                     cos_sin, &in);
+      out.qkv[layer] = layer_qkv(ctx, hidden);
       return out;
     }
     if (recompute) {
