@@ -17,7 +17,7 @@ out="${2:-$root/.devbin}"
 rm -rf "$out.tmp" && mkdir -p "$out.tmp/lib"
 n=0
 for f in src/ops/liblinear_ard_ops.so src/model/liblinear_ard_model.so tests/core/relation_kl_ops \
-         tests/model/model_dump tests/model/fused_kernels_check src/cli/linear-ard benchmarks/bench_restore_gpu \
+         tests/model/model_dump tests/model/fused_kernels_check tests/train/fused_adamw_check src/cli/linear-ard benchmarks/bench_restore_gpu \
          benchmarks/bench_lm_loss dev/cuda/relation_kl; do
   if [[ -f "$build/$f" ]]; then
     mkdir -p "$out.tmp/$(dirname "$f")"

@@ -55,17 +55,29 @@ torch::Tensor decoder_layer(const LayerContext& ctx, const torch::Tensor& hidden
   return h + mlp_forward(w, ctx.overrides, p + ".mlp", post);
 }
 
+// o without the casts' fp32 sources: its linears keep their casts for backward (linear_recast's
+// plain path).
+Overrides sources_dropped(Overrides o) {
+  o.sources.clear();
+  o.stacked_sources.clear();
+  for (auto& [module, lora] : o.lora) lora.a_source = lora.b_source = torch::Tensor();
+  return o;
+}
+
 // decoder_layer under activation recomputation. The closure holds this layer's weights only, which
 // activation_recompute lets go of after the layer's backward, so each layer's cast of the
 // trainables is freed as backward passes it; `overrides`' deferred casts of the layer (`prefix`) are
-// made each time the layer runs and live only while it does.
+// made each time the layer runs and live only while it does. Its linears keep their casts: the
+// rerun's backward follows it at once, so casting again there would only add work.
 torch::Tensor decoder_layer_recomputed(const LayerContext& ctx, const Overrides& overrides, const std::string& prefix,
                                        const torch::Tensor& hidden) {
   auto fn = [ctx, deferred = overrides.deferred, prefix](const torch::Tensor& x) {
-    if (!deferred) return decoder_layer(ctx, x, nullptr, nullptr);
     LayerContext made = ctx;
-    made.overrides.deferred = deferred;
-    made.overrides = overrides_layer(made.overrides, prefix);
+    if (deferred) {
+      made.overrides.deferred = deferred;
+      made.overrides = overrides_layer(made.overrides, prefix);
+    }
+    made.overrides = sources_dropped(std::move(made.overrides));
     return decoder_layer(made, x, nullptr, nullptr);
   };
   return activation_recompute_apply(fn, hidden, overrides_trainable(overrides, prefix));

@@ -50,29 +50,24 @@ std::vector<torch::Tensor> HeldGradients::held() const {
   return out;
 }
 
-void HeldGradients::apply(torch::optim::Optimizer& optimizer, double coef, int64_t step_bytes) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor*> given;  // the leaves whose gradients the next step() applies
+void HeldGradients::apply(FusedAdamW& optimizer, double coef, int64_t step_bytes) {
+  std::vector<FusedAdamW::HeldGrad> given;  // what the next step_held updates
   int64_t bytes = 0;
   const auto step = [&] {
     if (given.empty()) return;
-    optimizer.step();
-    for (torch::Tensor* leaf : given) leaf->mutable_grad().reset();
+    optimizer.step_held(given, coef);
     given.clear();
     bytes = 0;
   };
   for (Unit& u : units_) {
     if (!u.grad.defined()) continue;
-    torch::Tensor g = u.grad.to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
-    u.grad.reset();
-    if (coef < 1.0) g.mul_(coef);
     int64_t offset = 0;
-    for (torch::Tensor& leaf : u.leaves) {
-      leaf.mutable_grad() = g.narrow(0, offset, leaf.numel()).view(leaf.sizes());
+    for (const torch::Tensor& leaf : u.leaves) {
+      given.push_back({leaf, u.grad.narrow(0, offset, leaf.numel())});
       offset += leaf.numel();
-      given.push_back(&leaf);
     }
-    bytes += g.numel() * 4;
+    bytes += u.grad.numel() * 4;
+    u.grad.reset();  // the views in `given` keep it until its step
     if (bytes >= step_bytes) step();
   }
   step();

@@ -90,7 +90,7 @@ StepResult step_result_read(const StepSums& sums, const torch::Tensor& host, int
 
 }  // namespace
 
-StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::optim::AdamW& optimizer,
+StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, FusedAdamW& optimizer,
                         const std::function<torch::Tensor()>& next_batch, const StepSettings& settings) {
   for (auto& group : optimizer.param_groups())
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(settings.lr);

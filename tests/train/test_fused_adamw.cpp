@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "linear_ard/train/fused_adamw.h"  // defines: FusedAdamW
@@ -104,6 +105,58 @@ TEST(FusedAdamW, SkipsParametersWithoutGradientsAndRefusesAmsgrad) {
   EXPECT_EQ(opt.state().size(), 1u);
   FusedAdamW ams(params, torch::optim::AdamWOptions(1e-3).amsgrad(true));
   EXPECT_THROW(ams.step(), std::invalid_argument);
+}
+
+// step_held on the CPU (the cast-up path; the CUDA kernel has its GPU check, fused_adamw_check):
+// bf16 gradients given with a clipping factor make the update step() makes from those gradients
+// cast to fp32 and scaled, bit for bit, interleaved with plain steps (the step counters stay one
+// count); a parameter left out keeps its state; bad input is refused naming the parameter.
+TEST(FusedAdamW, StepHeldMakesTheCastUpUpdate) {
+  auto ph = params_make(9), pc = clones(ph);
+  FusedAdamW held(ph, options()), cast(pc, options());
+  for (int s = 0; s < 5; ++s) {
+    const double coef = s % 2 ? 0.3 : 1.0;
+    std::vector<FusedAdamW::HeldGrad> given;
+    for (size_t i = 0; i < ph.size(); ++i) {
+      if (s == 3 && i == 1) {
+        pc[i].mutable_grad().reset();
+        continue;
+      }
+      const auto g = (torch::randn_like(ph[i]) * (0.1 + s)).to(torch::kBFloat16).reshape(-1);
+      auto g32 = g.to(torch::kFloat).view(pc[i].sizes());
+      if (coef < 1.0) g32.mul_(coef);
+      pc[i].mutable_grad() = g32;
+      if (s == 2) {
+        ph[i].mutable_grad() = g32.clone();  // a plain step between held ones
+      } else {
+        given.push_back({ph[i], g});
+      }
+    }
+    if (s == 2) {
+      held.step();
+      for (auto& p : ph) p.mutable_grad().reset();
+    } else {
+      held.step_held(given, coef);
+    }
+    cast.step();
+    for (size_t i = 0; i < ph.size(); ++i) {
+      EXPECT_TRUE(torch::equal(ph[i], pc[i])) << "parameter " << i << " after step " << s;
+      EXPECT_FALSE(ph[i].grad().defined() && s != 2);
+      const auto& sh = static_cast<torch::optim::AdamWParamState&>(*held.state().at(ph[i].unsafeGetTensorImpl()));
+      const auto& sc = static_cast<torch::optim::AdamWParamState&>(*cast.state().at(pc[i].unsafeGetTensorImpl()));
+      EXPECT_EQ(sh.step(), sc.step());
+      EXPECT_TRUE(torch::equal(sh.exp_avg_sq(), sc.exp_avg_sq())) << i;
+    }
+  }
+  EXPECT_GT((ph[0] - params_make(9)[0]).abs().max().item<double>(), 1e-3);
+  const auto stranger = torch::zeros({3}, torch::kFloat).requires_grad_(true);
+  EXPECT_THROW(held.step_held({{stranger, torch::zeros({3}, torch::kBFloat16)}}, 1.0), std::invalid_argument);
+  try {
+    held.step_held({{ph[0], torch::zeros({ph[0].numel() + 1}, torch::kBFloat16)}}, 1.0);
+    ADD_FAILURE() << "a gradient of another numel was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter 0 has 35 elements, its gradient 36"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -17,6 +18,19 @@ class FusedAdamW : public torch::optim::AdamW {
 
   // One update of every parameter with a gradient (sparse gradients and amsgrad are refused).
   torch::Tensor step(LossClosure closure = nullptr) override;
+
+  // A parameter and its gradient in the model dtype (bf16 / fp16, the parameter's numel; any shape).
+  struct HeldGrad {
+    torch::Tensor param, grad;
+  };
+  // One update of the parameters in `given` (others are left as they are, with their state), from
+  // their model-dtype gradients times `coef` when coef < 1 (the clipping): the same values as
+  // setting grad = given.grad cast to fp32 and scaled, then step(). On CUDA with fp32 parameters
+  // and bf16 / fp16 gradients, one kernel reads the gradients where they are
+  // (src/train/cuda/adamw_held.cu); elsewhere each gradient is cast up, one list at a time.
+  // A parameter of another numel than its gradient, or not in this optimizer, is refused.
+  void step_held(const std::vector<HeldGrad>& given, double coef);
+
   // libtorch's load, then the kernel's step counters are rebuilt from the loaded states.
   void load(torch::serialize::InputArchive& archive) override;
 

@@ -1,5 +1,5 @@
-// HeldGradients: the trainables' gradients held in the compute dtype until the update, then cast
-// to fp32 and applied a few units at a time.
+// HeldGradients: the trainables' gradients held in the compute dtype until the update, then applied
+// a few units at a time by the fused AdamW.
 #pragma once
 
 #include <cstdint>
@@ -7,13 +7,15 @@
 
 #include <torch/torch.h>
 
+#include "linear_ard/train/fused_adamw.h"
+
 namespace linear_ard::train {
 
 // Why: an update made of one backward (no micro-batches to accumulate, no ranks to average) hands
 // each cast of the fp32 trainables one gradient in the compute dtype, so its fp32 gradient is that
 // one cast up, exactly. Holding the bf16 one instead halves the gradients' memory (with LoRA r 1024
-// on q/k/v at the LLaMA-2-7B shape, 3.2 of the step's 26 GB), and the update casts, clips and
-// applies a few units at a time: the clipped values, the norm and the update are those of the fp32
+// on q/k/v at the LLaMA-2-7B shape, 3.2 of the step's 26 GB), and the update clips and applies them
+// a few units at a time: the clipped values, the norm and the update are those of the fp32
 // gradients (docs/training.md, "Memory").
 //
 // A unit is a set of fp32 leaves whose compute-dtype copy one cast makes (a MasterBuffer unit, a
@@ -27,11 +29,12 @@ class HeldGradients : public torch::CustomClassHolder {
   void hold(int64_t unit, const torch::Tensor& grad);
   // The held gradients (flat, compute dtype), of the units that got one.
   std::vector<torch::Tensor> held() const;
-  // For each unit holding a gradient: casts it to fp32, scales it by `coef` when coef < 1 (the
-  // clipping) and sets it as its leaves' gradients (views); once the units so given hold
-  // `step_bytes` of fp32 gradients (and after the last), runs `optimizer.step()`, which updates the
-  // leaves that have a gradient, and lets those gradients go. Nothing is held after.
-  void apply(torch::optim::Optimizer& optimizer, double coef, int64_t step_bytes = kApplyBytes);
+  // For each unit holding a gradient: hands it to optimizer.step_held with `coef` (the clipping,
+  // applied when coef < 1) as its leaves' gradients, a few units a call: once the units so given
+  // would hold `step_bytes` of fp32 gradients (and after the last), which bounds the fp32 copy where
+  // step_held casts up (CPU; on CUDA its kernel reads the held gradients as they are). Nothing is
+  // held after; the leaves get no .grad.
+  void apply(FusedAdamW& optimizer, double coef, int64_t step_bytes = kApplyBytes);
   // fp32 gradient bytes an optimizer step takes at least (but the last): few steps (launches and
   // host time) for small models, a bounded fp32 copy for large ones (a 7B layer's q|k|v is 201 MB).
   static constexpr int64_t kApplyBytes = int64_t{256} << 20;

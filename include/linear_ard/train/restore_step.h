@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "linear_ard/model/llama_weights.h"
+#include "linear_ard/train/fused_adamw.h"
 #include "linear_ard/train/restore_objective.h"
 #include "linear_ard/train/trainable_set.h"
 
@@ -52,7 +53,7 @@ struct StepResult {
 // zero_grad, then grad_accum times: next_batch(), the loss under trainables.overrides(dtype,
 // training=true), backward of loss / grad_accum; then clip and optimizer.step(). A non-finite loss
 // or gradient norm throws StepDiverged naming the step before the update is applied.
-StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, torch::optim::AdamW& optimizer,
+StepResult restore_step(const StageLoss& loss, TrainableSet& trainables, FusedAdamW& optimizer,
                         const std::function<torch::Tensor()>& next_batch, const StepSettings& settings);
 
 }  // namespace linear_ard::train
