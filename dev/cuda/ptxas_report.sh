@@ -13,14 +13,16 @@ root="${2:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 mkdir -p "$out"
 src="$root/src/core/cuda"
 flags=(-O3 -DNDEBUG -std=c++17 -lineinfo -I"$root/include" -cubin)
-# object sources and the arch each one is built for (sm90a/CMakeLists.txt: the wgmma backward is
-# built for sm_90a alone, as the wgmma forward and the probe; the rest for sm_80 and sm_90, of which
-# sm_90 is reported)
+# object sources and the arch each one is built for: those sm90a/CMakeLists.txt lists (the wgmma and
+# TMA kernels, the probe) for sm_90a alone, as the library builds them; the rest for sm_80 and sm_90,
+# of which sm_90 is reported
 jobs=()
 for f in "$src"/relation_kl_fwd_d*.cu "$src"/relation_kl_bwd_d*.cu "$src"/relation_kl_simt.cu; do
   jobs+=("$f sm_90")
 done
-for f in "$src"/relation_kl_fwd_wgmma.cu "$src"/relation_kl_bwd_wgmma.cu; do jobs+=("$f sm_90a"); done
+sm90a=$(grep -oE '\.\./relation_kl_[a-z0-9_]+\.cu' "$src/sm90a/CMakeLists.txt" | sed 's|^\.\./||')
+[[ -n "$sm90a" ]] || { echo "ptxas_report: no sources listed in $src/sm90a/CMakeLists.txt" >&2; exit 1; }
+for f in $sm90a; do jobs+=("$src/$f sm_90a"); done
 : >"$out/ptxas.log"
 for j in "${jobs[@]}"; do
   read -r f arch <<<"$j"
