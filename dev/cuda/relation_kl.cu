@@ -50,7 +50,9 @@
 //                src/core/cuda/relation_kl_bwd_tma_dx.cuh; 12 % faster than 11)
 //            14  12 with each row tile's S^T, dZ and dY in two 32-row halves, each half's S^T its own
 //                wgmma group, so that one half's exponentials run beside the other's GEMMs
-//                (bwd_wgmma_cta's kSplitRows: relation_kl_bwd_v14.cuh)
+//                (bwd_wgmma_cta's BwdSplit::kRows: relation_kl_bwd_split.cuh)
+//            15  12 with dZ and dY in two 32-row halves after the whole tile's S^T, the second
+//                half's dZ beside the first half's dY (BwdSplit::kDzDy: relation_kl_bwd_split.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
@@ -79,7 +81,7 @@
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
-#include "relation_kl_bwd_v14.cuh"                  // defines: relation_kl_bwd_v14_launch
+#include "relation_kl_bwd_split.cuh"                // defines: relation_kl_bwd_split_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
@@ -492,10 +494,12 @@ bool backward_v11(const RelationKLParams& params) {
   });
 }
 
-bool backward_v14(const RelationKLParams& params) {
+// Backward version 14 (kRows) or 15 (kDzDy).
+template <cuda::BwdSplit kSplit>
+bool backward_split(const RelationKLParams& params) {
   if (params.deterministic) return false;
   return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
-    cuda::relation_kl_bwd_v14_launch<decltype(t), decltype(d)::value>(p);
+    cuda::relation_kl_bwd_split_launch<decltype(t), decltype(d)::value, kSplit>(p);
   });
 }
 
@@ -566,7 +570,9 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {14, "12 with S^T, dZ and dY in two 32-row halves, each half's S^T its own wgmma group", backward_v14},
+      {14, "12 with S^T, dZ and dY in two 32-row halves, each half's S^T its own wgmma group",
+       backward_split<cuda::BwdSplit::kRows>},
+      {15, "12 with dZ and dY in two 32-row halves after the whole S^T", backward_split<cuda::BwdSplit::kDzDy>},
   };
   return v;
 }

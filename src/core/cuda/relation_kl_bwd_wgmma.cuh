@@ -127,6 +127,12 @@ struct BwdDxNone : BwdDxBulkRows<D> {
   static constexpr bool kEnabled = false;
 };
 
+// How bwd_wgmma_cta splits a row tile's work between wgmma groups: kWhole, the library's (S^T of
+// the whole tile, then every dZ, then dY); kRows, dev/cuda backward 14 (S^T, dZ and dY in two 32-row
+// halves, each half's S^T its own m64n32 group); kDzDy, backward 15 (S^T of the whole tile as
+// kWhole, then dZ and dY in two halves, the second half's dZ beside the first half's dY).
+enum class BwdSplit { kWhole, kRows, kDzDy };
+
 // The whole CTA of the kernel below (its comment says what it does), on the dynamic shared memory
 // at smem_raw (BwdWgmmaTile<D>'s carve), with the X tiles' loads and layout left to the caller:
 //   load_x(b, h, i0, stage, sX): issues the loads of batch item b, X head h, rows [i0, i0 + 64) of both
@@ -140,7 +146,7 @@ struct BwdDxNone : BwdDxBulkRows<D> {
 //     (BwdDxBulkRows says what it provides; the default).
 // Shared with dev/cuda backward version 11 (X tiles by TMA into 128B-swizzled boxes, an mbarrier a
 // stage) and 12 (11 with dX by TMA tensor reduce-add, relation_kl_bwd_tma_dx.cuh: the library's).
-template <typename T, int D, typename XDesc, typename DxOut = BwdDxBulkRows<D>, bool kSplitRows = false,
+template <typename T, int D, typename XDesc, typename DxOut = BwdDxBulkRows<D>, BwdSplit kSplit = BwdSplit::kWhole,
           typename LoadX, typename WaitX>
 __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool vec_s, bool vec_t,
                                               unsigned char* smem_raw, LoadX&& load_x, WaitX&& wait_x,
@@ -258,7 +264,7 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
 
   // dZ^T of a row tile in place of zs (kMasked: a key is hidden or the tile crosses the causal
   // diagonal; elsewhere rows without a visible key are already zeroed through lse2 = inf, g = 0).
-  // Rows tiles [I0, I1) of 8 rows (all RT of them but with kSplitRows).
+  // Rows tiles [I0, I1) of 8 rows (all RT of them but with a split).
   auto dz_compute = [&](auto& zs, const auto& zt, const float* st, int64_t i0, auto masked_tag, auto i_begin,
                         auto i_end) {
     constexpr bool kMasked = decltype(masked_tag)::value;
@@ -281,7 +287,7 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       }
   };
 
-  // dY[keys] += dZ^T X_s over k-steps [K0, K1) (rows 16 K0 ..; all BM / 16 but with kSplitRows):
+  // dY[keys] += dZ^T X_s over k-steps [K0, K1) (rows 16 K0 ..; all BM / 16 but with a split):
   // A = dZ^T straight from the accumulators zs (two 8-row n-tiles make one 16-wide k-step), B = X_s
   // read MN-major; the caller commits. fence_dy: dy is not in flight (the first of the tile's issues).
   auto dy_issue = [&](const auto& zs, int stage, const T* sXs, auto k_begin, auto k_end, auto fence_dy) {
@@ -315,44 +321,70 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     }
   };
 
-  // kSplitRows: one row tile's S^T, dZ, dZ^T staging and dY in two halves of 32 rows, each half's
-  // S^T its own wgmma group: [dX(t - 1)] [S^T rows 0-31] [S^T rows 32-63], then dZ of the first half
-  // while the second half's S^T runs, its dY issued, dZ of the second half while that dY runs.
-  // dx_pending: the dX group of the previous tile was issued (it > 0). Ends with dy waited for.
+  // S^T of the whole row tile for both models as one wgmma group (committed by the caller).
+  auto st_issue_whole = [&](auto& zs, auto& zt, const T* sXs, const T* sXt) {
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), XDesc::k(sXt, kk), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
+    }
+  };
+
+  // kRows / kDzDy (BwdSplit): one row tile's dZ, dZ^T staging and dY in two halves of 32 rows, after
+  // S^T in two groups [dX(t - 1)] [S^T rows 0-31] [S^T rows 32-63] (kRows: dZ of the first half while
+  // the second half's S^T runs) or in one [dX(t - 1)] [S^T] (kDzDy); dZ of the second half while the
+  // first half's dY runs. dx_pending: the dX group of the previous tile was issued (it > 0). Ends
+  // with dy waited for.
   auto split_rows_tile = [&](auto& zs, auto& zt, auto& dxa, const T* sXs, const T* sXt, const float* st, int stage,
                              int64_t i0, bool masked, bool dx_pending) {
-    if constexpr (kSplitRows) {
+    if constexpr (kSplit != BwdSplit::kWhole) {
       constexpr int H = RT / 2;  // 8-row n-tiles a half
+      constexpr bool kSplitS = kSplit == BwdSplit::kRows;
       // Rows 8 H hh .. of an accumulator, as the m64n32 wgmma and fence_regs take them.
 #define LINEAR_ARD_BWD_HALF(z, hh) (*reinterpret_cast<float(*)[H][4]>(z[(hh) * H]))
+      if constexpr (kSplitS) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
+        for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
-          wgmma_m64n32k16_ss<T>(LINEAR_ARD_BWD_HALF(zt, hh), cm_desc<D>(sYt + wg * 64 * D + kk * 128),
-                                XDesc::k_rows(sXt, kk, hh * 32), kk > 0);
+          for (int kk = 0; kk < KS; ++kk) {
+            wgmma_m64n32k16_ss<T>(LINEAR_ARD_BWD_HALF(zt, hh), cm_desc<D>(sYt + wg * 64 * D + kk * 128),
+                                  XDesc::k_rows(sXt, kk, hh * 32), kk > 0);
+          }
+#pragma unroll
+          for (int kk = 0; kk < KS; ++kk) {
+            wgmma_m64n32k16_ss<T>(LINEAR_ARD_BWD_HALF(zs, hh), cm_desc<D>(sYs + wg * 64 * D + kk * 128),
+                                  XDesc::k_rows(sXs, kk, hh * 32), kk > 0);
+          }
+          wgmma_commit();
         }
-#pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
-          wgmma_m64n32k16_ss<T>(LINEAR_ARD_BWD_HALF(zs, hh), cm_desc<D>(sYs + wg * 64 * D + kk * 128),
-                                XDesc::k_rows(sXs, kk, hh * 32), kk > 0);
-        }
+      } else {
+        st_issue_whole(zs, zt, sXs, sXt);
         wgmma_commit();
       }
       if constexpr (DxOut::kEnabled) {
-        wgmma_wait<2>();
+        wgmma_wait<kSplitS ? 2 : 1>();
         fence_regs(dxa);
         if (dx_pending) dx_out(prev_pos, dxa);
       }
-      // Half hh: wait for its S^T (the one group left pending: the other half's S^T after the first,
-      // the first half's dY after the second), its dZ, dZ^T staged and its dY issued.
+      // Half hh: its S^T waited for (kRows: the one group left pending, the other half's S^T after
+      // the first, the first half's dY after the second; kDzDy: the whole S^T, before the first
+      // half), its dZ, dZ^T staged and its dY issued.
       auto half_step = [&](auto hh_tag) {
         constexpr int hh = decltype(hh_tag)::value;
         using Begin = std::integral_constant<int, hh * H>;
         using End = std::integral_constant<int, (hh + 1) * H>;
-        wgmma_wait<1>();
-        fence_regs(LINEAR_ARD_BWD_HALF(zs, hh));
-        fence_regs(LINEAR_ARD_BWD_HALF(zt, hh));
+        if constexpr (kSplitS) {
+          wgmma_wait<1>();
+          fence_regs(LINEAR_ARD_BWD_HALF(zs, hh));
+          fence_regs(LINEAR_ARD_BWD_HALF(zt, hh));
+        } else if constexpr (hh == 0) {
+          wgmma_wait<0>();
+          fence_regs(zs);
+          fence_regs(zt);
+        }
         if (masked) {
           dz_compute(zs, zt, st, i0, std::true_type{}, Begin{}, End{});
         } else {
@@ -425,18 +457,11 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     if constexpr (DxOut::kEnabled && !DxOut::kCommitDxOnlyIssued) wgmma_commit();
     wait_x(stage, it);
     wgmma_fence();
-    if constexpr (kSplitRows) {
+    if constexpr (kSplit != BwdSplit::kWhole) {
       split_rows_tile(zs, zt, dxa, sXs, sXt, st, stage, i0, any_hidden_key || (p.causal && i0 < j0 + BN - 1),
                       it > 0);
     } else {
-#pragma unroll
-      for (int kk = 0; kk < KS; ++kk) {
-        wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), XDesc::k(sXt, kk), kk > 0);
-      }
-#pragma unroll
-      for (int kk = 0; kk < KS; ++kk) {
-        wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
-      }
+      st_issue_whole(zs, zt, sXs, sXt);
       wgmma_commit();
       if constexpr (DxOut::kEnabled) {
         wgmma_wait<1>();
