@@ -48,16 +48,12 @@
 //                box) instead of 16 row bulk reduce-adds, and no empty dX wgmma group at iteration 0
 //                (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
 //                src/core/cuda/relation_kl_bwd_tma_dx.cuh; 12 % faster than 11)
-//            14  12 with each row tile's S^T, dZ and dY in two 32-row halves, each half's S^T its own
-//                wgmma group, so that one half's exponentials run beside the other's GEMMs
-//                (bwd_wgmma_cta's BwdSplit::kRows: relation_kl_bwd_split.cuh)
-//            15  12 with dZ and dY in two 32-row halves after the whole tile's S^T, the second
-//                half's dZ beside the first half's dY (BwdSplit::kDzDy: relation_kl_bwd_split.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
-// the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower; and forward
-// versions 13 and 14, 11 with 1/8 or 1/4 of the exponentials as a degree-5 polynomial on the FMA
+// the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower, 14, 12 with S^T,
+// dZ and dY in 32-row halves, 10-12 % slower, and 15, 12 with dZ and dY in halves after the whole
+// S^T, equal to 12 within 1 %; and forward versions 13 and 14, 11 with 1/8 or 1/4 of the exponentials as a degree-5 polynomial on the FMA
 // pipes, 3-7 % and 12-15 % slower than 11; docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
@@ -81,7 +77,6 @@
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
 #include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
-#include "relation_kl_bwd_split.cuh"                // defines: relation_kl_bwd_split_launch
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
@@ -494,15 +489,6 @@ bool backward_v11(const RelationKLParams& params) {
   });
 }
 
-// Backward version 14 (kRows) or 15 (kDzDy).
-template <cuda::BwdSplit kSplit>
-bool backward_split(const RelationKLParams& params) {
-  if (params.deterministic) return false;
-  return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
-    cuda::relation_kl_bwd_split_launch<decltype(t), decltype(d)::value, kSplit>(p);
-  });
-}
-
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).
 struct Version {
   int number;
@@ -570,9 +556,6 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {14, "12 with S^T, dZ and dY in two 32-row halves, each half's S^T its own wgmma group",
-       backward_split<cuda::BwdSplit::kRows>},
-      {15, "12 with dZ and dY in two 32-row halves after the whole S^T", backward_split<cuda::BwdSplit::kDzDy>},
   };
   return v;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks backward versions 11 and 14's wgmma B descriptors of the 128B-swizzled X tiles without a GPU.
+"""Checks backward version 11's wgmma B descriptors of the 128B-swizzled X tiles without a GPU.
 
 A model of both sides, then a comparison for every element the wgmma reads:
 * where the TMA writes element (row r, column c) of an X tile [64 rows][D]: box c // 64 (8 KB, boxes
@@ -63,12 +63,6 @@ def check(D, tile):
         for n in range(64):
             for k in range(16):
                 bad += wgmma_b_addr(dk, k, n, True) != tma_addr(tile, n, kk * 16 + k)
-        # Version 14's S^T of a 32-row half: B[n = X row row0 + n][k], N = 32 (BwdXSwizzledDesc::k_rows).
-        for row0 in (0, 32):
-            dh = sw128_desc(tile + row0 * 128) + (((kk // 4) * BOX_BYTES + (kk % 4) * 32) >> 4)
-            for n in range(32):
-                for k in range(16):
-                    bad += wgmma_b_addr(dh, k, n, True) != tma_addr(tile, row0 + n, kk * 16 + k)
     for kk in range(64 // 16):
         # dY += dZ^T X_s: B[k = X row][n = D column], MN-major (BwdXSwizzledDesc::mn).
         dm = sw128_desc_mn(tile + kk * 16 * 128)

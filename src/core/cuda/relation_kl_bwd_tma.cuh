@@ -61,18 +61,12 @@ struct BwdXSwizzledDesc {
   static __device__ __forceinline__ uint64_t mn(const T* tile, int kk) {
     return sw128_desc_mn<Tile::kRows>(smem_u32(tile) + kk * 16 * 128);
   }
-  // k(...) for the rows from row0 on (a multiple of 8: whole 1024-byte swizzle atoms further), for
-  // an S^T of fewer rows (bwd_wgmma_cta's BwdSplit::kRows).
-  template <typename T>
-  static __device__ __forceinline__ uint64_t k_rows(const T* tile, int kk, int row0) {
-    return sw128_desc(smem_u32(tile) + row0 * 128) + (((kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4);
-  }
 };
 
 // The kernel below's CTA (its comment says what it does) on the tensor maps of the student's and
 // the teacher's X (kernel parameters: __grid_constant__), with dx_tile as bwd_wgmma_cta's DxOut
 // (version 12, the library's, passes BwdDxTensorOut: relation_kl_bwd_tma_dx.cuh).
-template <typename T, int D, typename DxOut = BwdDxBulkRows<D>, BwdSplit kSplit = BwdSplit::kWhole>
+template <typename T, int D, typename DxOut = BwdDxBulkRows<D>>
 __device__ __forceinline__ void bwd_tma_cta(const RelationKLParams& p, const CUtensorMap* map_s,
                                             const CUtensorMap* map_t, const DxOut& dx_tile = DxOut{}) {
   using Tile = BwdTmaTile<D>;
@@ -89,7 +83,7 @@ __device__ __forceinline__ void bwd_tma_cta(const RelationKLParams& p, const CUt
     tma_prefetch_map(map_t);
   }
   __syncthreads();  // the barriers initialised before any thread waits or the first copy lands
-  bwd_wgmma_cta<T, D, BwdXSwizzledDesc<D>, DxOut, kSplit>(
+  bwd_wgmma_cta<T, D, BwdXSwizzledDesc<D>>(
       p, true, true, base,
       [&](int64_t b, int h, int64_t i0, int stage, T* sX) {
         if (threadIdx.x != 0) return;

@@ -103,18 +103,6 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// Launches `kernel` (relation_kl_bwd_tma_dx_kernel or a dev/cuda variant of it) with the dX map
-// where BwdDxTensorOut applies (d_s = D, dx 16-byte aligned; zeros elsewhere: the CTA falls back).
-template <typename T, int D>
-void bwd_tma_dx_launch(void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap, CUtensorMap),
-                       const RelationKLParams& p, const char* what) {
-  CUtensorMap map_dx{};
-  if (p.student.head_dim == D && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0) {
-    map_dx = tma_dx_map(p.dx, D, p.seq_len, p.batch * p.heads, 16, BwdDxTensorOut<D>::XC);
-  }
-  bwd_tma_launch<T, D>(kernel, p, what, map_dx);
-}
-
 // The library's (the caller has checked tma_side_ok for both sides; dx already zeroed): version 11's
 // launch plus the dx map where bwd_wgmma_cta takes the bulk path (d_s = D, dx 16-byte aligned: its
 // dx_bulk). With p.deterministic the dY-only kernel (dx need not be zeroed; the caller then runs the
@@ -122,7 +110,11 @@ void bwd_tma_dx_launch(void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap
 template <typename T, int D>
 void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
   if (p.deterministic) return bwd_tma_launch<T, D>(relation_kl_bwd_tma_dy_kernel<T, D>, p, "relation_kl_bwd_tma (dY)");
-  bwd_tma_dx_launch<T, D>(relation_kl_bwd_tma_dx_kernel<T, D>, p, "relation_kl_bwd_tma_dx");
+  CUtensorMap map_dx{};
+  if (p.student.head_dim == D && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0) {
+    map_dx = tma_dx_map(p.dx, D, p.seq_len, p.batch * p.heads, 16, BwdDxTensorOut<D>::XC);
+  }
+  bwd_tma_launch<T, D>(relation_kl_bwd_tma_dx_kernel<T, D>, p, "relation_kl_bwd_tma_dx", map_dx);
 }
 
 }  // namespace cuda

@@ -127,12 +127,6 @@ struct BwdDxNone : BwdDxBulkRows<D> {
   static constexpr bool kEnabled = false;
 };
 
-// How bwd_wgmma_cta splits a row tile's work between wgmma groups: kWhole, the library's (S^T of
-// the whole tile, then every dZ, then dY); kRows, dev/cuda backward 14 (S^T, dZ and dY in two 32-row
-// halves, each half's S^T its own m64n32 group); kDzDy, backward 15 (S^T of the whole tile as
-// kWhole, then dZ and dY in two halves, the second half's dZ beside the first half's dY).
-enum class BwdSplit { kWhole, kRows, kDzDy };
-
 // The whole CTA of the kernel below (its comment says what it does), on the dynamic shared memory
 // at smem_raw (BwdWgmmaTile<D>'s carve), with the X tiles' loads and layout left to the caller:
 //   load_x(b, h, i0, stage, sX): issues the loads of batch item b, X head h, rows [i0, i0 + 64) of both
@@ -146,8 +140,7 @@ enum class BwdSplit { kWhole, kRows, kDzDy };
 //     (BwdDxBulkRows says what it provides; the default).
 // Shared with dev/cuda backward version 11 (X tiles by TMA into 128B-swizzled boxes, an mbarrier a
 // stage) and 12 (11 with dX by TMA tensor reduce-add, relation_kl_bwd_tma_dx.cuh: the library's).
-template <typename T, int D, typename XDesc, typename DxOut = BwdDxBulkRows<D>, BwdSplit kSplit = BwdSplit::kWhole,
-          typename LoadX, typename WaitX>
+template <typename T, int D, typename XDesc, typename DxOut = BwdDxBulkRows<D>, typename LoadX, typename WaitX>
 __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool vec_s, bool vec_t,
                                               unsigned char* smem_raw, LoadX&& load_x, WaitX&& wait_x,
                                               const DxOut& dx_tile = DxOut{}) {
@@ -264,15 +257,12 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
 
   // dZ^T of a row tile in place of zs (kMasked: a key is hidden or the tile crosses the causal
   // diagonal; elsewhere rows without a visible key are already zeroed through lse2 = inf, g = 0).
-  // Rows tiles [I0, I1) of 8 rows (all RT of them but with a split).
-  auto dz_compute = [&](auto& zs, const auto& zt, const float* st, int64_t i0, auto masked_tag, auto i_begin,
-                        auto i_end) {
+  auto dz_compute = [&](auto& zs, const auto& zt, const float* st, int64_t i0, auto masked_tag) {
     constexpr bool kMasked = decltype(masked_tag)::value;
-    constexpr int I0 = decltype(i_begin)::value, I1 = decltype(i_end)::value;
     // Causal: key key_lo + 8r is hidden from row i0 + rl when rl < key_lo + 8r - i0.
     const int first_row = static_cast<int>(max(int64_t(-8), min(key_lo - i0, int64_t(BM))));
 #pragma unroll
-    for (int i = I0; i < I1; ++i)
+    for (int i = 0; i < RT; ++i)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int rl = i * 8 + 2 * tq + (e & 1);
@@ -285,122 +275,6 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
         }
         zs[i][e] = dz;
       }
-  };
-
-  // dY[keys] += dZ^T X_s over k-steps [K0, K1) (rows 16 K0 ..; all BM / 16 but with a split):
-  // A = dZ^T straight from the accumulators zs (two 8-row n-tiles make one 16-wide k-step), B = X_s
-  // read MN-major; the caller commits. fence_dy: dy is not in flight (the first of the tile's issues).
-  auto dy_issue = [&](const auto& zs, int stage, const T* sXs, auto k_begin, auto k_end, auto fence_dy) {
-    constexpr int K0 = decltype(k_begin)::value, K1 = decltype(k_end)::value;
-    constexpr bool kFenceDy = decltype(fence_dy)::value;
-    uint32_t za[BM / 16][4];
-#pragma unroll
-    for (int kk = K0; kk < K1; ++kk) {
-      uint32_t(&a)[4] = za[kk];
-      a[0] = pack2<T>(zs[2 * kk][0], zs[2 * kk][1]);
-      a[1] = pack2<T>(zs[2 * kk][2], zs[2 * kk][3]);
-      a[2] = pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]);
-      a[3] = pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3]);
-      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX, in the
-      // core-matrix layout [BN keys][BM rows] (cm_off<BM>: +8 key rows = +8 BM elements, +8 row
-      // columns = +64); each of the four stores of a warp covers 128 contiguous bytes.
-      if constexpr (DxOut::kEnabled) {
-        T* zrow = sZ + stage * BN * ZP + cm_off<BM>(warp * 16 + g, kk * 16 + 2 * tq);
-        *reinterpret_cast<uint32_t*>(zrow) = a[0];
-        *reinterpret_cast<uint32_t*>(zrow + 8 * BM) = a[1];
-        *reinterpret_cast<uint32_t*>(zrow + 64) = a[2];
-        *reinterpret_cast<uint32_t*>(zrow + 8 * BM + 64) = a[3];
-      }
-    }
-    // Warpgroup wg's 64 keys x D: k = the tile's rows, 16 per step (16 D elements apart).
-    if constexpr (kFenceDy) fence_regs(dy);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = K0; kk < K1; ++kk) {
-      wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], XDesc::mn(sXs, kk), true);
-    }
-  };
-
-  // S^T of the whole row tile for both models as one wgmma group (committed by the caller).
-  auto st_issue_whole = [&](auto& zs, auto& zt, const T* sXs, const T* sXt) {
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), XDesc::k(sXt, kk), kk > 0);
-    }
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
-    }
-  };
-
-  // kRows / kDzDy (BwdSplit): one row tile's dZ, dZ^T staging and dY in two halves of 32 rows, after
-  // S^T in two groups [dX(t - 1)] [S^T rows 0-31] [S^T rows 32-63] (kRows: dZ of the first half while
-  // the second half's S^T runs) or in one [dX(t - 1)] [S^T] (kDzDy); dZ of the second half while the
-  // first half's dY runs. dx_pending: the dX group of the previous tile was issued (it > 0). Ends
-  // with dy waited for.
-  auto split_rows_tile = [&](auto& zs, auto& zt, auto& dxa, const T* sXs, const T* sXt, const float* st, int stage,
-                             int64_t i0, bool masked, bool dx_pending) {
-    if constexpr (kSplit != BwdSplit::kWhole) {
-      constexpr int H = RT / 2;  // 8-row n-tiles a half
-      constexpr bool kSplitS = kSplit == BwdSplit::kRows;
-      // Rows 8 H hh .. of an accumulator, as the m64n32 wgmma and fence_regs take them.
-#define LINEAR_ARD_BWD_HALF(z, hh) (*reinterpret_cast<float(*)[H][4]>(z[(hh) * H]))
-      if constexpr (kSplitS) {
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-#pragma unroll
-          for (int kk = 0; kk < KS; ++kk) {
-            wgmma_m64n32k16_ss<T>(LINEAR_ARD_BWD_HALF(zt, hh), cm_desc<D>(sYt + wg * 64 * D + kk * 128),
-                                  XDesc::k_rows(sXt, kk, hh * 32), kk > 0);
-          }
-#pragma unroll
-          for (int kk = 0; kk < KS; ++kk) {
-            wgmma_m64n32k16_ss<T>(LINEAR_ARD_BWD_HALF(zs, hh), cm_desc<D>(sYs + wg * 64 * D + kk * 128),
-                                  XDesc::k_rows(sXs, kk, hh * 32), kk > 0);
-          }
-          wgmma_commit();
-        }
-      } else {
-        st_issue_whole(zs, zt, sXs, sXt);
-        wgmma_commit();
-      }
-      if constexpr (DxOut::kEnabled) {
-        wgmma_wait<kSplitS ? 2 : 1>();
-        fence_regs(dxa);
-        if (dx_pending) dx_out(prev_pos, dxa);
-      }
-      // Half hh: its S^T waited for (kRows: the one group left pending, the other half's S^T after
-      // the first, the first half's dY after the second; kDzDy: the whole S^T, before the first
-      // half), its dZ, dZ^T staged and its dY issued.
-      auto half_step = [&](auto hh_tag) {
-        constexpr int hh = decltype(hh_tag)::value;
-        using Begin = std::integral_constant<int, hh * H>;
-        using End = std::integral_constant<int, (hh + 1) * H>;
-        if constexpr (kSplitS) {
-          wgmma_wait<1>();
-          fence_regs(LINEAR_ARD_BWD_HALF(zs, hh));
-          fence_regs(LINEAR_ARD_BWD_HALF(zt, hh));
-        } else if constexpr (hh == 0) {
-          wgmma_wait<0>();
-          fence_regs(zs);
-          fence_regs(zt);
-        }
-        if (masked) {
-          dz_compute(zs, zt, st, i0, std::true_type{}, Begin{}, End{});
-        } else {
-          dz_compute(zs, zt, st, i0, std::false_type{}, Begin{}, End{});
-        }
-        // dy is in flight from the first half's issue on: only the first fences its registers.
-        dy_issue(zs, stage, sXs, std::integral_constant<int, hh * BM / 32>{},
-                 std::integral_constant<int, (hh + 1) * BM / 32>{}, std::integral_constant<bool, hh == 0>{});
-        wgmma_commit();
-      };
-      half_step(std::integral_constant<int, 0>{});
-      half_step(std::integral_constant<int, 1>{});
-      wgmma_wait<0>();
-      fence_regs(dy);
-#undef LINEAR_ARD_BWD_HALF
-    }
   };
 
   for (int64_t it = 0; it < iters; ++it) {
@@ -457,35 +331,61 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     if constexpr (DxOut::kEnabled && !DxOut::kCommitDxOnlyIssued) wgmma_commit();
     wait_x(stage, it);
     wgmma_fence();
-    if constexpr (kSplit != BwdSplit::kWhole) {
-      split_rows_tile(zs, zt, dxa, sXs, sXt, st, stage, i0, any_hidden_key || (p.causal && i0 < j0 + BN - 1),
-                      it > 0);
-    } else {
-      st_issue_whole(zs, zt, sXs, sXt);
-      wgmma_commit();
-      if constexpr (DxOut::kEnabled) {
-        wgmma_wait<1>();
-        fence_regs(dxa);
-        if (it > 0) dx_out(prev_pos, dxa);
-      }
-      wgmma_wait<0>();
-      fence_regs(zs);
-      fence_regs(zt);
-
-      using All0 = std::integral_constant<int, 0>;
-      using AllEnd = std::integral_constant<int, RT>;
-      if (any_hidden_key || (p.causal && i0 < j0 + BN - 1)) {
-        dz_compute(zs, zt, st, i0, std::true_type{}, All0{}, AllEnd{});
-      } else {
-        dz_compute(zs, zt, st, i0, std::false_type{}, All0{}, AllEnd{});
-      }
-
-      dy_issue(zs, stage, sXs, std::integral_constant<int, 0>{}, std::integral_constant<int, BM / 16>{},
-               std::true_type{});
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(dy);
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), XDesc::k(sXt, kk), kk > 0);
     }
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
+    }
+    wgmma_commit();
+    if constexpr (DxOut::kEnabled) {
+      wgmma_wait<1>();
+      fence_regs(dxa);
+      if (it > 0) dx_out(prev_pos, dxa);
+    }
+    wgmma_wait<0>();
+    fence_regs(zs);
+    fence_regs(zt);
+
+    if (any_hidden_key || (p.causal && i0 < j0 + BN - 1)) {
+      dz_compute(zs, zt, st, i0, std::true_type{});
+    } else {
+      dz_compute(zs, zt, st, i0, std::false_type{});
+    }
+
+    // dY[keys] += dZ^T X_s: A = dZ^T straight from the accumulators (two 8-row n-tiles make one
+    // 16-wide k-step), B = X_s read MN-major.
+    uint32_t za[BM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      uint32_t(&a)[4] = za[kk];
+      a[0] = pack2<T>(zs[2 * kk][0], zs[2 * kk][1]);
+      a[1] = pack2<T>(zs[2 * kk][2], zs[2 * kk][3]);
+      a[2] = pack2<T>(zs[2 * kk + 1][0], zs[2 * kk + 1][1]);
+      a[3] = pack2<T>(zs[2 * kk + 1][2], zs[2 * kk + 1][3]);
+      // Stage dZ^T (key rows g, g+8; row columns 2tq, 2tq+1 of both n-tiles) for dX, in the
+      // core-matrix layout [BN keys][BM rows] (cm_off<BM>: +8 key rows = +8 BM elements, +8 row
+      // columns = +64); each of the four stores of a warp covers 128 contiguous bytes.
+      if constexpr (DxOut::kEnabled) {
+        T* zrow = sZ + stage * BN * ZP + cm_off<BM>(warp * 16 + g, kk * 16 + 2 * tq);
+        *reinterpret_cast<uint32_t*>(zrow) = a[0];
+        *reinterpret_cast<uint32_t*>(zrow + 8 * BM) = a[1];
+        *reinterpret_cast<uint32_t*>(zrow + 64) = a[2];
+        *reinterpret_cast<uint32_t*>(zrow + 8 * BM + 64) = a[3];
+      }
+    }
+    // Warpgroup wg's 64 keys x D: k = the tile's 64 rows, 16 per step (16 D elements apart).
+    fence_regs(dy);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], XDesc::mn(sXs, kk), true);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(dy);
     if (it + 1 < iters) stats_store(next_stats, stage ^ 1);
     prev_pos = cur;
     cur = next;

@@ -105,28 +105,6 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&c)[8][4], uint64_t de
 }
 #undef LINEAR_ARD_WGMMA_SS_N64
 
-// D(64 x 32, fp32) (+)= A * B as wgmma_m64n64k16_ss with N = 32 (B: 32 rows n x 16 columns k),
-// c[i] = columns 8i..8i+7 (dev/cuda backward version 14: S^T of half a row tile).
-template <typename T>
-__device__ __forceinline__ void wgmma_m64n32k16_ss(float (&c)[4][4], uint64_t desc_a, uint64_t desc_b,
-                                                   bool accumulate) {
-#ifdef LINEAR_ARD_SM90A
-  if constexpr (WgmmaType<T>::kBF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3])
-                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
-  } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3])
-                 : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
-  }
-#endif
-}
-
 // K-major descriptor of a 128B-swizzled tile at shared address `addr` (rows of 64 16-bit elements =
 // 128 bytes, as the TMA writes them with CU_TENSOR_MAP_SWIZZLE_128B: 16-byte chunk c of row r at
 // chunk c ^ (r mod 8)): SBO = 1024 bytes (next 8 rows), LBO unused (1), base offset 0, layout type 1
