@@ -92,7 +92,17 @@ struct BwdXCoreMatrixDesc {
 //     dx_head) from the warp's lanes, each committing its own bulk group;
 //   kCommitDxOnlyIssued: whether the dX wgmma group is committed only where it was issued (false
 //     here: after the branch, every iteration, an empty group at iteration 0; see the loop);
-//   kEnabled: whether the CTA computes dX at all (BwdDxNone: no).
+//   kEnabled: whether the CTA computes dX at all (BwdDxNone: no);
+//   kFromRegisters: whether, where dx_bulk holds, the accumulators go to dx straight from the
+//     registers by add_registers(dx_head, row, n, wg, c, tq) (row: the warp's row g) instead of
+//     store and add (false here; dev/cuda's backward 16, 17 and 19: true);
+//   kStatPairs: whether dz_compute reads each thread's two adjacent rows' statistics as float2
+//     pairs (24 8-byte loads a row tile instead of 48 4-byte ones; false here; dev/cuda's backward
+//     18 and 19: true);
+//   kLateStats: whether the next row tile's statistics are loaded from global memory after this
+//     tile's dX output (its proxy fence, MEMBAR.ALL.CTA in SASS, then no longer waits for them)
+//     instead of with the X tiles at the top of the iteration (false here; dev/cuda's backward 20:
+//     true).
 template <int D>
 struct BwdDxBulkRows {
   using Tile = BwdWgmmaTile<D>;
@@ -101,6 +111,9 @@ struct BwdDxBulkRows {
   static constexpr int kPitch = XP;
   static constexpr bool kCommitDxOnlyIssued = false;
   static constexpr bool kEnabled = true;
+  static constexpr bool kFromRegisters = false;
+  static constexpr bool kStatPairs = false;
+  static constexpr bool kLateStats = false;
   __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
     float* s = stage + g * XP + 2 * tq;
 #pragma unroll
@@ -161,17 +174,16 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     return q;
   };
 
-  // Loads iteration q's X tiles (load_x) and returns its row stats for rows threadIdx.x < BM,
-  // read from global memory into registers now, as they are, and converted and stored to shared
-  // memory by stats_store at the end of the iteration, so their latency hides behind the whole
-  // iteration (nothing reads the loaded values before then). Rows past n or with no visible key
+  // load_stats returns iteration q's row stats for rows threadIdx.x < BM, read from global memory
+  // into registers now, as they are, and converted and stored to shared memory by stats_store at
+  // the end of the iteration, so their latency hides behind the iteration (nothing reads the
+  // loaded values before then); load_rows also loads q's X tiles (load_x) first. Rows past n or with no visible key
   // get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
   // Rows that see a single key get g = 0: their exact gradient is 0. Every thread finds them itself
   // (a warp's search, held in registers): the shared-memory copy of the mma.sync kernel
   // (bwd_single_key_rows) cost this kernel 28 registers (227 -> 255 at D = 128, ptxas), this 4.
   const SingleKeyRows single = single_key_rows(kmask, n);
-  auto load_rows = [&](BwdPos q, int stage) {
-    load_x(b, q.h, q.i0, stage, sX);
+  auto load_stats = [&](BwdPos q) {
     BwdRowRaw st{-INFINITY, 0.f, 0.f};
     const int64_t row = q.i0 + threadIdx.x;
     if (threadIdx.x < BM && row < n) {
@@ -179,6 +191,10 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       st = {p.lse_student[o], p.lse_teacher[o], single.contains(p.causal, row, n) ? 0.f : p.grad_kl[o]};
     }
     return st;
+  };
+  auto load_rows = [&](BwdPos q, int stage) {
+    load_x(b, q.h, q.i0, stage, sX);
+    return load_stats(q);
   };
   auto stats_store = [&](const BwdRowRaw& st, int stage) {
     if (threadIdx.x < BM) {
@@ -240,6 +256,9 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   // Adds the finished dX accumulators c of iteration q to dx.
   auto dx_out = [&](BwdPos q, const float(&c)[XC / 8][4]) {
     float* dx_head = p.dx + (b * p.heads + q.h) * n * ds;
+    if constexpr (DxOut::kFromRegisters) {
+      if (dx_bulk) return dx_tile.add_registers(dx_head, q.i0 + wl * 16 + g, n, wg, c, tq);
+    }
     if (dx_bulk) {
       // The staging rows are free: the bulk copies of this warp's previous tile were waited for
       // (read side) before the barrier that opened this iteration.
@@ -262,19 +281,34 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     // Causal: key key_lo + 8r is hidden from row i0 + rl when rl < key_lo + 8r - i0.
     const int first_row = static_cast<int>(max(int64_t(-8), min(key_lo - i0, int64_t(BM))));
 #pragma unroll
-    for (int i = 0; i < RT; ++i)
+    for (int i = 0; i < RT; ++i) {
+      float2 ls{}, lt{}, lg{};
+      if constexpr (DxOut::kStatPairs) {
+        const int r0 = i * 8 + 2 * tq;
+        ls = *reinterpret_cast<const float2*>(st + r0);
+        lt = *reinterpret_cast<const float2*>(st + BM + r0);
+        lg = *reinterpret_cast<const float2*>(st + 2 * BM + r0);
+      }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int rl = i * 8 + 2 * tq + (e & 1);
-        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
-        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
-        float dz = st[2 * BM + rl] * (ps - pt);
+        float ps, pt, dz;
+        if constexpr (DxOut::kStatPairs) {
+          ps = ex2(fmaf(zs[i][e], cs, -((e & 1) ? ls.y : ls.x)));
+          pt = ex2(fmaf(zt[i][e], ct, -((e & 1) ? lt.y : lt.x)));
+          dz = ((e & 1) ? lg.y : lg.x) * (ps - pt);
+        } else {
+          ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+          pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+          dz = st[2 * BM + rl] * (ps - pt);
+        }
         if constexpr (kMasked) {
           const int r = e >> 1;
           if (!key_ok[r] || (p.causal && rl < first_row + 8 * r)) dz = 0.f;
         }
         zs[i][e] = dz;
       }
+    }
   };
 
   for (int64_t it = 0; it < iters; ++it) {
@@ -305,7 +339,11 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     const BwdPos next = advance(cur);
     BwdRowRaw next_stats{};
     if (it + 1 < iters) {
-      next_stats = load_rows(next, stage ^ 1);
+      if constexpr (DxOut::kLateStats) {
+        load_x(b, next.h, next.i0, stage ^ 1, sX);
+      } else {
+        next_stats = load_rows(next, stage ^ 1);
+      }
       cp_async_commit();
     }
     const T* sXs = sX + stage * 2 * BM * P;
@@ -344,6 +382,9 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       wgmma_wait<1>();
       fence_regs(dxa);
       if (it > 0) dx_out(prev_pos, dxa);
+    }
+    if constexpr (DxOut::kLateStats) {
+      if (it + 1 < iters) next_stats = load_stats(next);
     }
     wgmma_wait<0>();
     fence_regs(zs);
