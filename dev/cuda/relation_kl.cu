@@ -48,18 +48,15 @@
 //                box) instead of 16 row bulk reduce-adds, and no empty dX wgmma group at iteration 0
 //                (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
 //                src/core/cuda/relation_kl_bwd_tma_dx.cuh; 12 % faster than 11)
-//            16  12 with dX added straight from the accumulators by 8-byte vector atomics, no
-//                staging (relation_kl_bwd_red.cuh)
-//            17  16 with 16-byte vector atomics (lanes swap halves, as the library's fallback)
-//            18  12 with the row statistics read as float2 pairs (relation_kl_bwd_red.cuh)
-//            19  16 and 18 together
 //            20  12 with the next row tile's statistics loaded after the dX output's proxy fence
+//                (relation_kl_bwd_late_stats.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
 // the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower, 14, 12 with S^T,
 // dZ and dY in 32-row halves, 10-12 % slower, and 15, 12 with dZ and dY in halves after the whole
-// S^T, equal to 12 within 1 %; and forward versions 13 and 14, 11 with 1/8 or 1/4 of the exponentials as a degree-5 polynomial on the FMA
+// S^T, equal to 12 within 1 %, 16-19, 12 with dX by 8- or 16-byte atomics from the accumulators
+// and the row statistics read as pairs, 1-35 % slower; and forward versions 13 and 14, 11 with 1/8 or 1/4 of the exponentials as a degree-5 polynomial on the FMA
 // pipes, 3-7 % and 12-15 % slower than 11; docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
@@ -82,7 +79,7 @@
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
-#include "relation_kl_bwd_red.cuh"                  // defines: relation_kl_bwd_dxout_launch (versions 16-20)
+#include "relation_kl_bwd_late_stats.cuh"           // defines: relation_kl_bwd_late_stats_launch (version 20)
 #include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
@@ -496,20 +493,12 @@ bool backward_v11(const RelationKLParams& params) {
   });
 }
 
-// Backward versions 16-20: 12 with the DxOut Out<D> (relation_kl_bwd_red.cuh).
-template <template <int> class Out>
-bool backward_dxout(const RelationKLParams& params) {
+// Backward version 20: 12 with the next tile's statistics loaded after the dX output.
+bool backward_v20(const RelationKLParams& params) {
   return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
-    constexpr int D = decltype(d)::value;
-    cuda::relation_kl_bwd_dxout_launch<decltype(t), D, Out<D>>(p);
+    cuda::relation_kl_bwd_late_stats_launch<decltype(t), decltype(d)::value>(p);
   });
 }
-template <int D>
-using DxRed2 = cuda::BwdDxRed<D, false, false>;
-template <int D>
-using DxRed4 = cuda::BwdDxRed<D, true, false>;
-template <int D>
-using DxRed2Pairs = cuda::BwdDxRed<D, false, true>;
 
 // A version: runs its pass on the params and returns false where it does not apply (then skipped).
 struct Version {
@@ -578,11 +567,7 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {16, "12 with dX by 8-byte atomics from the accumulators (no staging)", backward_dxout<DxRed2>},
-      {17, "16 with 16-byte atomics (lanes swap halves)", backward_dxout<DxRed4>},
-      {18, "12 with the row statistics read as float2 pairs", backward_dxout<cuda::BwdDxPairs>},
-      {19, "16 and 18", backward_dxout<DxRed2Pairs>},
-      {20, "12 with the next tile's statistics loaded after the dX output", backward_dxout<cuda::BwdDxLateStats>},
+      {20, "12 with the next tile's statistics loaded after the dX output", backward_v20},
   };
   return v;
 }

@@ -47,8 +47,6 @@ struct BwdDxTensorOut {
   static constexpr int kPitch = XC;  // unpadded: a warp's 16 rows are its box, 16 XC 4 bytes
   static constexpr bool kCommitDxOnlyIssued = true;
   static constexpr bool kEnabled = true;
-  static constexpr bool kFromRegisters = false;
-  static constexpr bool kStatPairs = false;
   static constexpr bool kLateStats = false;
   static_assert(kLines == 1 || kLines == 2, "D = 64 or 128");
   static_assert(kStageOffset % 1024 == 0 && (16 * kPitch * 4) % 1024 == 0, "boxes at swizzle phase 0");
@@ -106,18 +104,26 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// The library's (the caller has checked tma_side_ok for both sides; dx already zeroed): version 11's
+// Launches `kernel` (relation_kl_bwd_tma_dx_kernel or a dev/cuda variant of it) as version 11's
 // launch plus the dx map where bwd_wgmma_cta takes the bulk path (d_s = D, dx 16-byte aligned: its
-// dx_bulk). With p.deterministic the dY-only kernel (dx need not be zeroed; the caller then runs the
-// row-parallel dX pass, relation_kl_bwd_rows_wgmma_launch).
+// dx_bulk; zeros elsewhere, where the CTA falls back to atomics).
 template <typename T, int D>
-void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
-  if (p.deterministic) return bwd_tma_launch<T, D>(relation_kl_bwd_tma_dy_kernel<T, D>, p, "relation_kl_bwd_tma (dY)");
+void bwd_tma_dx_launch(void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap, CUtensorMap),
+                       const RelationKLParams& p, const char* what) {
   CUtensorMap map_dx{};
   if (p.student.head_dim == D && reinterpret_cast<uintptr_t>(p.dx) % 16 == 0) {
     map_dx = tma_dx_map(p.dx, D, p.seq_len, p.batch * p.heads, 16, BwdDxTensorOut<D>::XC);
   }
-  bwd_tma_launch<T, D>(relation_kl_bwd_tma_dx_kernel<T, D>, p, "relation_kl_bwd_tma_dx", map_dx);
+  bwd_tma_launch<T, D>(kernel, p, what, map_dx);
+}
+
+// The library's (the caller has checked tma_side_ok for both sides; dx already zeroed). With
+// p.deterministic the dY-only kernel (dx need not be zeroed; the caller then runs the row-parallel
+// dX pass, relation_kl_bwd_rows_wgmma_launch).
+template <typename T, int D>
+void relation_kl_bwd_tma_launch(const RelationKLParams& p) {
+  if (p.deterministic) return bwd_tma_launch<T, D>(relation_kl_bwd_tma_dy_kernel<T, D>, p, "relation_kl_bwd_tma (dY)");
+  bwd_tma_dx_launch<T, D>(relation_kl_bwd_tma_dx_kernel<T, D>, p, "relation_kl_bwd_tma_dx");
 }
 
 }  // namespace cuda

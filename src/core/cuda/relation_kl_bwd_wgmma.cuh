@@ -93,12 +93,6 @@ struct BwdXCoreMatrixDesc {
 //   kCommitDxOnlyIssued: whether the dX wgmma group is committed only where it was issued (false
 //     here: after the branch, every iteration, an empty group at iteration 0; see the loop);
 //   kEnabled: whether the CTA computes dX at all (BwdDxNone: no);
-//   kFromRegisters: whether, where dx_bulk holds, the accumulators go to dx straight from the
-//     registers by add_registers(dx_head, row, n, wg, c, tq) (row: the warp's row g) instead of
-//     store and add (false here; dev/cuda's backward 16, 17 and 19: true);
-//   kStatPairs: whether dz_compute reads each thread's two adjacent rows' statistics as float2
-//     pairs (24 8-byte loads a row tile instead of 48 4-byte ones; false here; dev/cuda's backward
-//     18 and 19: true);
 //   kLateStats: whether the next row tile's statistics are loaded from global memory after this
 //     tile's dX output (its proxy fence, MEMBAR.ALL.CTA in SASS, then no longer waits for them)
 //     instead of with the X tiles at the top of the iteration (false here; dev/cuda's backward 20:
@@ -111,8 +105,6 @@ struct BwdDxBulkRows {
   static constexpr int kPitch = XP;
   static constexpr bool kCommitDxOnlyIssued = false;
   static constexpr bool kEnabled = true;
-  static constexpr bool kFromRegisters = false;
-  static constexpr bool kStatPairs = false;
   static constexpr bool kLateStats = false;
   __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
     float* s = stage + g * XP + 2 * tq;
@@ -256,9 +248,6 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   // Adds the finished dX accumulators c of iteration q to dx.
   auto dx_out = [&](BwdPos q, const float(&c)[XC / 8][4]) {
     float* dx_head = p.dx + (b * p.heads + q.h) * n * ds;
-    if constexpr (DxOut::kFromRegisters) {
-      if (dx_bulk) return dx_tile.add_registers(dx_head, q.i0 + wl * 16 + g, n, wg, c, tq);
-    }
     if (dx_bulk) {
       // The staging rows are free: the bulk copies of this warp's previous tile were waited for
       // (read side) before the barrier that opened this iteration.
@@ -281,34 +270,19 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     // Causal: key key_lo + 8r is hidden from row i0 + rl when rl < key_lo + 8r - i0.
     const int first_row = static_cast<int>(max(int64_t(-8), min(key_lo - i0, int64_t(BM))));
 #pragma unroll
-    for (int i = 0; i < RT; ++i) {
-      float2 ls{}, lt{}, lg{};
-      if constexpr (DxOut::kStatPairs) {
-        const int r0 = i * 8 + 2 * tq;
-        ls = *reinterpret_cast<const float2*>(st + r0);
-        lt = *reinterpret_cast<const float2*>(st + BM + r0);
-        lg = *reinterpret_cast<const float2*>(st + 2 * BM + r0);
-      }
+    for (int i = 0; i < RT; ++i)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int rl = i * 8 + 2 * tq + (e & 1);
-        float ps, pt, dz;
-        if constexpr (DxOut::kStatPairs) {
-          ps = ex2(fmaf(zs[i][e], cs, -((e & 1) ? ls.y : ls.x)));
-          pt = ex2(fmaf(zt[i][e], ct, -((e & 1) ? lt.y : lt.x)));
-          dz = ((e & 1) ? lg.y : lg.x) * (ps - pt);
-        } else {
-          ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
-          pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
-          dz = st[2 * BM + rl] * (ps - pt);
-        }
+        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        float dz = st[2 * BM + rl] * (ps - pt);
         if constexpr (kMasked) {
           const int r = e >> 1;
           if (!key_ok[r] || (p.causal && rl < first_row + 8 * r)) dz = 0.f;
         }
         zs[i][e] = dz;
       }
-    }
   };
 
   for (int64_t it = 0; it < iters; ++it) {
