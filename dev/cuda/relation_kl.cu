@@ -50,6 +50,10 @@
 //                src/core/cuda/relation_kl_bwd_tma_dx.cuh; 12 % faster than 11)
 //            20  12 with the next row tile's statistics loaded after the dX output's proxy fence
 //                (relation_kl_bwd_late_stats.cuh)
+//            21  12 with the exponentials of one n-tile of 8 rows in 8 (1/8 of them) as a degree-5
+//                polynomial on the FMA pipes (relation_kl_bwd_poly_exp.cuh)
+//            22  21 with two n-tiles in 8 (1/4 of the exponentials)
+//            23  21 and 20 together
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
@@ -79,7 +83,9 @@
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
-#include "relation_kl_bwd_late_stats.cuh"           // defines: relation_kl_bwd_late_stats_launch (version 20)
+#include "relation_kl_bwd_dx_variant.cuh"           // defines: relation_kl_bwd_dx_variant_launch (versions 20-23)
+#include "relation_kl_bwd_late_stats.cuh"           // defines: BwdDxLateStats (version 20)
+#include "relation_kl_bwd_poly_exp.cuh"             // defines: BwdDxPolyExp1, BwdDxPolyExp2, BwdDxPolyExpLateStats (versions 21-23)
 #include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
@@ -493,10 +499,12 @@ bool backward_v11(const RelationKLParams& params) {
   });
 }
 
-// Backward version 20: 12 with the next tile's statistics loaded after the dX output.
-bool backward_v20(const RelationKLParams& params) {
+// Backward versions 20-23: 12 (the library's kernel body) with DxOut = Out<D>.
+template <template <int> class Out>
+bool backward_dx_variant(const RelationKLParams& params) {
   return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
-    cuda::relation_kl_bwd_late_stats_launch<decltype(t), decltype(d)::value>(p);
+    constexpr int D = decltype(d)::value;
+    cuda::relation_kl_bwd_dx_variant_launch<decltype(t), D, Out<D>>(p, "relation_kl_bwd_dx_variant");
   });
 }
 
@@ -567,7 +575,10 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {20, "12 with the next tile's statistics loaded after the dX output", backward_v20},
+      {20, "12 with the next tile's statistics loaded after the dX output", backward_dx_variant<cuda::BwdDxLateStats>},
+      {21, "12 with 1/8 of the exponentials on the FMA pipes", backward_dx_variant<cuda::BwdDxPolyExp1>},
+      {22, "12 with 1/4 of the exponentials on the FMA pipes", backward_dx_variant<cuda::BwdDxPolyExp2>},
+      {23, "21 and 20 together", backward_dx_variant<cuda::BwdDxPolyExpLateStats>},
   };
   return v;
 }

@@ -6,10 +6,11 @@
 // in the two warps that issue them: Nsight's SASS table at 8K puts ~9 % of the warp samples at the
 // fence, mostly long scoreboard, and ~5 % at the CTA barrier behind it. The statistics are read only
 // at the end of the iteration either way. (Versions 16-19, dX by atomics from the accumulators and
-// the statistics read as pairs, lost and were removed: dev/cuda/README.md.)
+// the statistics read as pairs, lost and were removed: dev/cuda/README.md.) The kernel:
+// relation_kl_bwd_dx_variant.cuh.
 #pragma once
 
-#include "relation_kl_bwd_tma_dx.cuh"  // defines: BwdDxTensorOut, bwd_tma_cta, bwd_tma_dx_launch
+#include "relation_kl_bwd_tma_dx.cuh"  // defines: BwdDxTensorOut
 
 namespace linear_ard {
 namespace cuda {
@@ -22,32 +23,6 @@ template <int D>
 struct BwdDxLateStats : BwdDxTensorOut<D> {
   static constexpr bool kLateStats = true;
 };
-
-// ------------------------------------------------------------------------------------------------
-// CUDA kernels
-
-// relation_kl_bwd_tma_dx_kernel with BwdDxLateStats (map_dx as there).
-template <typename T, int D>
-__global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
-    relation_kl_bwd_late_stats_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
-                                      const __grid_constant__ CUtensorMap map_t,
-                                      const __grid_constant__ CUtensorMap map_dx) {
-#ifdef LINEAR_ARD_SM90A
-  BwdDxLateStats<D> out{};
-  out.map = &map_dx;
-  bwd_tma_cta<T, D>(p, &map_s, &map_t, out);
-#endif
-}
-
-// ------------------------------------------------------------------------------------------------
-// kernel launchers
-
-// Version 20 on the params where the library runs version 12 (the caller checked; dx zeroed), as
-// relation_kl_bwd_tma_launch (non-deterministic).
-template <typename T, int D>
-void relation_kl_bwd_late_stats_launch(const RelationKLParams& p) {
-  bwd_tma_dx_launch<T, D>(relation_kl_bwd_late_stats_kernel<T, D>, p, "relation_kl_bwd_late_stats");
-}
 
 }  // namespace cuda
 }  // namespace linear_ard

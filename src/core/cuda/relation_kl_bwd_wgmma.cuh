@@ -96,7 +96,10 @@ struct BwdXCoreMatrixDesc {
 //   kLateStats: whether the next row tile's statistics are loaded from global memory after this
 //     tile's dX output (its proxy fence, MEMBAR.ALL.CTA in SASS, then no longer waits for them)
 //     instead of with the X tiles at the top of the iteration (false here; dev/cuda's backward 20:
-//     true).
+//     true);
+//   kPolyTiles: how many of a row tile's n-tiles of 8 rows have their exponentials computed by
+//     DxOut::ex2_poly on the FMA pipes instead of the ex2 unit (0 here; dev/cuda's backward 21, 22:
+//     1, 2; see bwd_ex2).
 template <int D>
 struct BwdDxBulkRows {
   using Tile = BwdWgmmaTile<D>;
@@ -106,6 +109,7 @@ struct BwdDxBulkRows {
   static constexpr bool kCommitDxOnlyIssued = false;
   static constexpr bool kEnabled = true;
   static constexpr bool kLateStats = false;
+  static constexpr int kPolyTiles = 0;
   __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
     float* s = stage + g * XP + 2 * tq;
 #pragma unroll
@@ -123,6 +127,16 @@ struct BwdDxBulkRows {
     }
   }
 };
+
+// exp2(x) for an element of n-tile i of the backward's S^T: the ex2 unit, or DxOut::ex2_poly for the
+// first DxOut::kPolyTiles n-tiles (a dev/cuda DxOut's; the library's have none).
+template <typename DxOut>
+__device__ __forceinline__ float bwd_ex2(float x, int i) {
+  if constexpr (DxOut::kPolyTiles > 0) {
+    if (i < DxOut::kPolyTiles) return DxOut::ex2_poly(x);
+  }
+  return ex2(x);
+}
 
 // The DxOut of bwd_wgmma_cta for the deterministic backward's dY-only pass: no dX wgmma, no dZ^T
 // staging, no reduce-adds; for the self-relation dY goes into dx by plain stores (bwd_store_dy's
@@ -274,8 +288,8 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int rl = i * 8 + 2 * tq + (e & 1);
-        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
-        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
+        const float ps = bwd_ex2<DxOut>(fmaf(zs[i][e], cs, -st[rl]), i);
+        const float pt = bwd_ex2<DxOut>(fmaf(zt[i][e], ct, -st[BM + rl]), i);
         float dz = st[2 * BM + rl] * (ps - pt);
         if constexpr (kMasked) {
           const int r = e >> 1;
