@@ -60,8 +60,9 @@
 // the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower, 14, 12 with S^T,
 // dZ and dY in 32-row halves, 10-12 % slower, and 15, 12 with dZ and dY in halves after the whole
 // S^T, equal to 12 within 1 %, 16-19, 12 with dX by 8- or 16-byte atomics from the accumulators
-// and the row statistics read as pairs, 1-35 % slower; and forward versions 13 and 14, 11 with 1/8 or 1/4 of the exponentials as a degree-5 polynomial on the FMA
-// pipes, 3-7 % and 12-15 % slower than 11; docs/kernel.md.)
+// and the row statistics read as pairs, 1-35 % slower; and forward versions 13 and 14, 11 with 1/8
+// or 1/4 of the exponentials as a degree-5 polynomial on the FMA pipes, 3-7 % and 12-15 % slower
+// than 11; docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
 //                                              timed launches at 4K, then 8K, 12 each)

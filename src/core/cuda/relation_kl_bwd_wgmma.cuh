@@ -183,8 +183,8 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   // load_stats returns iteration q's row stats for rows threadIdx.x < BM, read from global memory
   // into registers now, as they are, and converted and stored to shared memory by stats_store at
   // the end of the iteration, so their latency hides behind the iteration (nothing reads the
-  // loaded values before then); load_rows also loads q's X tiles (load_x) first. Rows past n or with no visible key
-  // get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
+  // loaded values before then); load_rows also loads q's X tiles (load_x) first. Rows past n or
+  // with no visible key get lse2 = +inf and g = 0: their P_s, P_t and dZ are 0.
   // Rows that see a single key get g = 0: their exact gradient is 0. Every thread finds them itself
   // (a warp's search, held in registers): the shared-memory copy of the mma.sync kernel
   // (bwd_single_key_rows) cost this kernel 28 registers (227 -> 255 at D = 128, ptxas), this 4.
