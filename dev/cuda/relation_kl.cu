@@ -31,6 +31,9 @@
 //                rerun by 10 in a second launch (16-17 % faster than 10; the library's on sm_90a
 //                from n = 8192 where it applies: relation_kl_fwd_tma.cuh's fwd_diag_launch_groups)
 //            12  11 with two consumer warpgroups (9's CTA; the library's below n = 8192)
+//            15  12 with the logit GEMMs' A operand (both models' X rows) from registers, loaded once
+//                a CTA, instead of from shared memory (relation_kl_fwd_x_regs.cuh)
+//            16  11 with the same (D = 64 only)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -54,6 +57,9 @@
 //                polynomial on the FMA pipes (relation_kl_bwd_poly_exp.cuh)
 //            22  21 with two n-tiles in 8 (1/4 of the exponentials)
 //            23  21 and 20 together
+//            24  12 with the S^T wgmma's A operand (the student's key tile) from registers, loaded
+//                once a CTA, instead of from shared memory (relation_kl_bwd_y_regs.cuh)
+//            25  24 with both models' key tiles from registers
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
@@ -84,15 +90,17 @@
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
-#include "relation_kl_bwd_dx_variant.cuh"           // defines: relation_kl_bwd_dx_variant_launch (versions 20-23)
+#include "relation_kl_bwd_dx_variant.cuh"           // defines: relation_kl_bwd_dx_variant_launch (versions 20-25)
 #include "relation_kl_bwd_late_stats.cuh"           // defines: BwdDxLateStats (version 20)
 #include "relation_kl_bwd_poly_exp.cuh"             // defines: BwdDxPolyExp1, BwdDxPolyExp2, BwdDxPolyExpLateStats (versions 21-23)
 #include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
+#include "relation_kl_bwd_y_regs.cuh"               // defines: BwdDxYRegsStudent, BwdDxYRegsBoth (versions 24, 25)
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_tma.cuh"                  // defines: fwd_tma_launch_groups (versions 9, 10), fwd_diag_launch_groups (11, 12)
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
+#include "relation_kl_fwd_x_regs.cuh"               // defines: relation_kl_fwd_x_regs_kernel (versions 15, 16)
 #include "relation_kl_fwd_v8.cuh"                   // defines: relation_kl_fwd_v8_launch
 #include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
@@ -494,13 +502,28 @@ bool forward_v11(const RelationKLParams& params) {
   });
 }
 
+// Forward version 15 (kWarpgroups = 2, beside 12) or 16 (3, beside 11): their fixed-stabilizer pass
+// with X from registers, at every length; 16 at D = 64 only (at D = 128 its 416 threads leave 128
+// registers a thread, and ptxas spills and serializes the wgmmas).
+template <int kWarpgroups>
+bool forward_x_regs(const RelationKLParams& params) {
+  if (kWarpgroups == 3 && std::max(params.student.head_dim, params.teacher.head_dim) > 64) return false;
+  return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
+    using T = decltype(t);
+    constexpr int D = decltype(d)::value;
+    if constexpr (kWarpgroups == 2 || D == 64) {
+      cuda::fwd_diag_launch_groups<T, D, kWarpgroups>(p, cuda::relation_kl_fwd_x_regs_kernel<T, D, kWarpgroups>);
+    }
+  });
+}
+
 bool backward_v11(const RelationKLParams& params) {
   return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
     cuda::relation_kl_bwd_tma_rows_launch<decltype(t), decltype(d)::value>(p);
   });
 }
 
-// Backward versions 20-23: 12 (the library's kernel body) with DxOut = Out<D>.
+// Backward versions 20-25: 12 (the library's kernel body) with DxOut = Out<D>.
 template <template <int> class Out>
 bool backward_dx_variant(const RelationKLParams& params) {
   return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
@@ -541,6 +564,8 @@ const std::vector<Version>& forward_versions() {
       {10, "9 with three consumer warpgroups (192 rows a CTA)", forward_tma_groups<3>},
       {11, "10 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 10", forward_v11<3>},
       {12, "9 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 9", forward_v11<2>},
+      {15, "12 with the logit GEMMs' A (both models' X rows) from registers", forward_x_regs<2>},
+      {16, "11 with the logit GEMMs' A (both models' X rows) from registers (D = 64)", forward_x_regs<3>},
   };
   return v;
 }
@@ -580,6 +605,8 @@ const std::vector<Version>& backward_versions() {
       {21, "12 with 1/8 of the exponentials on the FMA pipes", backward_dx_variant<cuda::BwdDxPolyExp1>},
       {22, "12 with 1/4 of the exponentials on the FMA pipes", backward_dx_variant<cuda::BwdDxPolyExp2>},
       {23, "21 and 20 together", backward_dx_variant<cuda::BwdDxPolyExpLateStats>},
+      {24, "12 with S^T's A (the student's keys) from registers", backward_dx_variant<cuda::BwdDxYRegsStudent>},
+      {25, "12 with S^T's A (both models' keys) from registers", backward_dx_variant<cuda::BwdDxYRegsBoth>},
   };
   return v;
 }

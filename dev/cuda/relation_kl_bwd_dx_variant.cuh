@@ -1,6 +1,6 @@
-// The kernel of dev/cuda's backward versions 20-22: the library's wgmma+tma backward (version 12,
+// The kernel of dev/cuda's backward versions 20-25: the library's wgmma+tma backward (version 12,
 // relation_kl_bwd_tma_dx.cuh) with another DxOut of bwd_wgmma_cta. The versions differ from 12 only
-// by their DxOut's switches (kLateStats, kPolyTiles), defined beside them. A DxOut template
+// by their DxOut's switches (kLateStats, kPolyTiles, kYRegs), defined beside them. A DxOut template
 // parameter on the library's kernel would rename the library's kernels, so the six-line kernel is
 // repeated here (dev/cuda/README.md, "Kept copies").
 #pragma once

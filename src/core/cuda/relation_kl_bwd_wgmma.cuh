@@ -99,7 +99,10 @@ struct BwdXCoreMatrixDesc {
 //     true);
 //   kPolyTiles: how many of a row tile's n-tiles of 8 rows have their exponentials computed by
 //     DxOut::ex2_poly on the FMA pipes instead of the ex2 unit (0 here; dev/cuda's backward 21, 22:
-//     1, 2; see bwd_ex2).
+//     1, 2; see bwd_ex2);
+//   kYRegs: how many models' key tiles the S^T wgmma reads as its A operand from registers (loaded
+//     once by cm_a_frags) instead of from shared memory (0 here; dev/cuda's backward 24: 1, the
+//     student's; 25: 2, both).
 template <int D>
 struct BwdDxBulkRows {
   using Tile = BwdWgmmaTile<D>;
@@ -110,6 +113,7 @@ struct BwdDxBulkRows {
   static constexpr bool kEnabled = true;
   static constexpr bool kLateStats = false;
   static constexpr int kPolyTiles = 0;
+  static constexpr int kYRegs = 0;
   __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
     float* s = stage + g * XP + 2 * tq;
 #pragma unroll
@@ -226,6 +230,15 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
   BwdPos cur{hy * group, rt_begin * BM}, prev_pos = cur;
   if (iters > 0) stats_store(load_rows(cur, 0), 0);
   cp_async_commit();
+  // S^T's A operand from registers (DxOut::kYRegs): the student's key tile (1), the teacher's too (2),
+  // read once its cp.async copies are complete.
+  uint32_t ya_s[DxOut::kYRegs >= 1 ? KS : 1][4], ya_t[DxOut::kYRegs >= 2 ? KS : 1][4];
+  if constexpr (DxOut::kYRegs >= 1) {
+    cp_async_wait<0>();
+    __syncthreads();
+    cm_a_frags<T, D>(ya_s, sYs, warp * 16 + g, tq);
+    if constexpr (DxOut::kYRegs >= 2) cm_a_frags<T, D>(ya_t, sYt, warp * 16 + g, tq);
+  }
 
   // S^T of warpgroup wg: its 64 keys (A, rows 64 wg.. of Y) against the row tile (B).
   const int wg = warp / 4;
@@ -323,6 +336,7 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       fence_proxy_async();
       __syncthreads();
       hy_t = h / t_group;
+      if constexpr (DxOut::kYRegs >= 2) cm_a_frags<T, D>(ya_t, sYt, warp * 16 + g, tq);
     }
     const BwdPos next = advance(cur);
     BwdRowRaw next_stats{};
@@ -359,11 +373,19 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), XDesc::k(sXt, kk), kk > 0);
+      if constexpr (DxOut::kYRegs >= 2) {
+        wgmma_m64n64k16_rs<T>(zt, ya_t[kk], XDesc::k(sXt, kk), kk > 0);
+      } else {
+        wgmma_m64n64k16_ss<T>(zt, cm_desc<D>(sYt + wg * 64 * D + kk * 128), XDesc::k(sXt, kk), kk > 0);
+      }
     }
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
-      wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
+      if constexpr (DxOut::kYRegs >= 1) {
+        wgmma_m64n64k16_rs<T>(zs, ya_s[kk], XDesc::k(sXs, kk), kk > 0);
+      } else {
+        wgmma_m64n64k16_ss<T>(zs, cm_desc<D>(sYs + wg * 64 * D + kk * 128), XDesc::k(sXs, kk), kk > 0);
+      }
     }
     wgmma_commit();
     if constexpr (DxOut::kEnabled) {

@@ -66,8 +66,10 @@ struct FwdTmaTile {
 // out-of-bounds fill. The consumers are the library's (fwd_pingpong_consume, version 6's loop) with
 // sw128_desc's B descriptors and a wait for x_full before their loop. map_s, map_t: the kernel's
 // __grid_constant__ parameters.
-// kDiag: forward version 11 (fwd_pingpong_consume's), a row that overflowed setting *diag_redo.
-template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false>
+// kDiag: forward version 11 (fwd_pingpong_consume's), a row that overflowed setting *diag_redo;
+// kXRegs: dev/cuda's forwards 15, 16 (fwd_pingpong_consume's).
+template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false,
+          bool kXRegs = false>
 __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
                                             const CUtensorMap& map_t, int* diag_redo = nullptr) {
 #ifdef LINEAR_ARD_SM90A
@@ -143,7 +145,7 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
   // further per k16 inside the box (descriptor address units of 16 bytes); and a wait for the X
   // tiles before the first key tile. Version 9 adds the offsets to the low word alone (desc_join).
   const uint64_t ydesc0 = sw128_desc(sY);
-  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups, kDiag>(
+  fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups, kDiag, kXRegs>(
       p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
       [&](int stage, int model, int kk) {
         const uint32_t off = (model * Tile::kModelBytes + (kk / 4) * Tile::kBoxBytes + (kk % 4) * 32) >> 4;
@@ -245,13 +247,15 @@ inline bool fwd_diag_ok(const RelationKLParams& p) {
 
 // Forward version 11 where fwd_diag_ok (the fixed-stabilizer pass, then the online forward on the
 // CTAs it flagged; the flags from the library's scratch pool on the launch stream), versions 9 / 10
-// elsewhere.
+// elsewhere. `first`: the fixed-stabilizer pass's kernel (another for dev/cuda's forwards 15, 16).
 template <typename T, int D, int kWarpgroups>
-void fwd_diag_launch_groups(const RelationKLParams& p) {
+void fwd_diag_launch_groups(const RelationKLParams& p,
+                            void (*first)(RelationKLParams, CUtensorMap, CUtensorMap, int*) =
+                                relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 0>) {
   if (!fwd_diag_ok(p)) return fwd_tma_launch_groups<T, D, kWarpgroups>(p);
   const dim3 grid = fwd_tma_grid<kWarpgroups>(p);
   const ScratchInts redo(size_t(grid.x) * grid.y * grid.z, static_cast<cudaStream_t>(p.stream));
-  fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 0>, redo.data());
+  fwd_tma_run<T, D, kWarpgroups, int*>(p, first, redo.data());
   fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 1>, redo.data());
 }
 

@@ -76,22 +76,28 @@ struct WgmmaType<__half> {
   static constexpr bool kBF16 = false;
 };
 
+// The m64n64k16 wgmma up to its A and B operands (TY: bf16 or f16), and its 32 accumulator operands
+// c[i][e] (read and written), shared by wgmma_m64n64k16_ss and _rs.
+#define LINEAR_ARD_WGMMA_N64_OP(TY)                                                                        \
+  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                  \
+  " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,"      \
+  "%26,%27,%28,%29,%30,%31}, "
+#define LINEAR_ARD_WGMMA_N64_C                                                                             \
+  "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]), "+f"(c[1][2]), \
+      "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]), "+f"(c[3][0]),            \
+      "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]), "+f"(c[4][2]),            \
+      "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]), "+f"(c[6][0]),            \
+      "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]), "+f"(c[7][2]),            \
+      "+f"(c[7][3])
+
 // D(64 x 64, fp32) (+)= A * B, A (64 rows m x 16 columns k) and B (64 rows n x 16 columns k) both
 // given by K-major descriptors. Accumulator per warp (rows 16w..16w+15 of the 64) = eight mma.sync
 // 16 x 8 C fragments, c[i] = columns 8i..8i+7.
 #define LINEAR_ARD_WGMMA_SS_N64(TY)                                                                        \
-  asm volatile(                                                                                            \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                         \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                              \
-      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,"    \
-      "%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                            \
-      : "+f"(c[0][0]), "+f"(c[0][1]), "+f"(c[0][2]), "+f"(c[0][3]), "+f"(c[1][0]), "+f"(c[1][1]),           \
-        "+f"(c[1][2]), "+f"(c[1][3]), "+f"(c[2][0]), "+f"(c[2][1]), "+f"(c[2][2]), "+f"(c[2][3]),           \
-        "+f"(c[3][0]), "+f"(c[3][1]), "+f"(c[3][2]), "+f"(c[3][3]), "+f"(c[4][0]), "+f"(c[4][1]),           \
-        "+f"(c[4][2]), "+f"(c[4][3]), "+f"(c[5][0]), "+f"(c[5][1]), "+f"(c[5][2]), "+f"(c[5][3]),           \
-        "+f"(c[6][0]), "+f"(c[6][1]), "+f"(c[6][2]), "+f"(c[6][3]), "+f"(c[7][0]), "+f"(c[7][1]),           \
-        "+f"(c[7][2]), "+f"(c[7][3])                                                                        \
-      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)))
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" LINEAR_ARD_WGMMA_N64_OP(TY)                    \
+               "%32, %33, p, 1, 1, 0, 0;\n}\n"                                                             \
+               : LINEAR_ARD_WGMMA_N64_C                                                                    \
+               : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)))
 template <typename T>
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&c)[8][4], uint64_t desc_a, uint64_t desc_b,
                                                    bool accumulate) {
@@ -104,6 +110,43 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&c)[8][4], uint64_t de
 #endif
 }
 #undef LINEAR_ARD_WGMMA_SS_N64
+
+// wgmma_m64n64k16_ss with A (64 x 16) from registers instead: a[4] are the mma.sync A fragments of
+// the warp's 16 rows of A (rows g, g + 8; columns 2tq, 2tq + 1, then + 8), B K-major by descriptor.
+#define LINEAR_ARD_WGMMA_RS_N64(TY)                                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" LINEAR_ARD_WGMMA_N64_OP(TY)                    \
+               "{%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"                                                  \
+               : LINEAR_ARD_WGMMA_N64_C                                                                    \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)))
+template <typename T>
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&c)[8][4], const uint32_t (&a)[4], uint64_t desc_b,
+                                                   bool accumulate) {
+#ifdef LINEAR_ARD_SM90A
+  if constexpr (WgmmaType<T>::kBF16) {
+    LINEAR_ARD_WGMMA_RS_N64("bf16");
+  } else {
+    LINEAR_ARD_WGMMA_RS_N64("f16");
+  }
+#endif
+}
+#undef LINEAR_ARD_WGMMA_RS_N64
+#undef LINEAR_ARD_WGMMA_N64_C
+#undef LINEAR_ARD_WGMMA_N64_OP
+
+// Rows r and r + 8 of a core-matrix tile [rows][D] as wgmma_m64n64k16_rs's A fragments, one k-step
+// of 16 columns a row of `a` (r = 16 warp + g: the warp's 16 rows of a 64-row A). Each load of a
+// warp reads one core matrix, 128 contiguous bytes.
+template <typename T, int D>
+__device__ __forceinline__ void cm_a_frags(uint32_t (&a)[D / 16][4], const T* tile, int r, int tq) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int c = kk * 16 + 2 * tq;
+    a[kk][0] = *reinterpret_cast<const uint32_t*>(tile + cm_off<D>(r, c));
+    a[kk][1] = *reinterpret_cast<const uint32_t*>(tile + cm_off<D>(r + 8, c));
+    a[kk][2] = *reinterpret_cast<const uint32_t*>(tile + cm_off<D>(r, c + 8));
+    a[kk][3] = *reinterpret_cast<const uint32_t*>(tile + cm_off<D>(r + 8, c + 8));
+  }
+}
 
 // K-major descriptor of a 128B-swizzled tile at shared address `addr` (rows of 64 16-bit elements =
 // 128 bytes, as the TMA writes them with CU_TENSOR_MAP_SWIZZLE_128B: 16-byte chunk c of row r at
