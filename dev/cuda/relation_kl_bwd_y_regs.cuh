@@ -7,8 +7,8 @@
 // which at the tensor cores' 2,048 a clock an SM is 128 bytes a clock, all the shared memory gives.
 // Version 12's row tile moves 336 KB through shared memory at D = 128 (S^T 128 KB, dX 64 KB, dY 32 KB,
 // the dX staging's stores and the TMA's reads of them 64 KB, dZ^T 16 KB, the X tiles by TMA 32 KB):
-// 2,688 clocks at 128 bytes a clock, against ~2,700 in Nsight's shared-memory wavefronts at 8K (61 %
-// of ~4,440 clocks an iteration); its tensor cores need 2,048 (docs/kernel.md, "Where the time
+// 2,688 clocks at 128 bytes a clock, against Nsight's 2,740 shared-memory wavefronts an iteration at
+// 8K (61 % of 4,480 cycles); its tensor cores need 2,048 (docs/kernel.md, "Where the time
 // goes"). The keys' tiles are the same
 // for all of a CTA's row tiles, so S^T's A reads (64 KB of the 128) repeat the same bytes every
 // iteration: 24 saves 32 KB a row tile (+32 registers a thread at D = 128), 25 64 KB (+64).
