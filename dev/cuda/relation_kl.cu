@@ -29,11 +29,13 @@
 //            11  10 with the stabilizers fixed at each row's diagonal c |x|^2 (no maxima, no
 //                rescaling) for self-relations without a key mask; CTAs whose rows overflowed are
 //                rerun by 10 in a second launch (16-17 % faster than 10; the library's on sm_90a
-//                from n = 8192 where it applies: relation_kl_fwd_tma.cuh's fwd_diag_launch_groups)
+//                from n = 8192 where it applies, at D = 128: relation_kl_fwd_tma.cuh's
+//                fwd_diag_launch_groups; relation_kl_fwd_x_regs.cuh's kernel without kXRegs here)
 //            12  11 with two consumer warpgroups (9's CTA; the library's below n = 8192)
 //            15  12 with the logit GEMMs' A operand (both models' X rows) from registers, loaded once
 //                a CTA, instead of from shared memory (relation_kl_fwd_x_regs.cuh)
-//            16  11 with the same (D = 64 only)
+//            16  11 with the same, D = 64 only (the library's there from n = 8192, 12-16 % faster
+//                than 11)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -49,26 +51,23 @@
 //                relation_kl_bwd_tma_rows_launch)
 //            12  11 with each warp's dX rows added by one TMA tensor reduce-add (128B-swizzled staging
 //                box) instead of 16 row bulk reduce-adds, and no empty dX wgmma group at iteration 0
-//                (the library's on sm_90a for D = 64, 128 with 16-byte aligned rows:
-//                src/core/cuda/relation_kl_bwd_tma_dx.cuh; 12 % faster than 11)
-//            20  12 with the next row tile's statistics loaded after the dX output's proxy fence
-//                (relation_kl_bwd_late_stats.cuh)
-//            21  12 with the exponentials of one n-tile of 8 rows in 8 (1/8 of them) as a degree-5
-//                polynomial on the FMA pipes (relation_kl_bwd_poly_exp.cuh)
-//            22  21 with two n-tiles in 8 (1/4 of the exponentials)
-//            23  21 and 20 together
+//                (12 % faster than 11; the library's until 25; relation_kl_bwd_y_regs.cuh's DxOut)
 //            24  12 with the S^T wgmma's A operand (the student's key tile) from registers, loaded
 //                once a CTA, instead of from shared memory (relation_kl_bwd_y_regs.cuh)
-//            25  24 with both models' key tiles from registers
+//            25  24 with both models' key tiles from registers (5-9 % faster than 12; the library's
+//                on sm_90a for D = 64, 128 with 16-byte aligned rows:
+//                src/core/cuda/relation_kl_bwd_tma_dx.cuh)
 // (A forward with its logit GEMMs on wgmma was measured 13-16 % slower than version 2 and removed;
 // so were backward versions 7 and 8, one warpgroup a CTA and two CTAs an SM, 62-65 % slower than 6,
 // 9 and 10, 6 with the teacher's exponentials behind its GEMMs, -0.4 to +1.5 %, and 13, 12 with
 // the two warpgroups ping-ponged and no CTA barrier in the loop, 17-36 % slower, 14, 12 with S^T,
 // dZ and dY in 32-row halves, 10-12 % slower, and 15, 12 with dZ and dY in halves after the whole
 // S^T, equal to 12 within 1 %, 16-19, 12 with dX by 8- or 16-byte atomics from the accumulators
-// and the row statistics read as pairs, 1-35 % slower; and forward versions 13 and 14, 11 with 1/8
-// or 1/4 of the exponentials as a degree-5 polynomial on the FMA pipes, 3-7 % and 12-15 % slower
-// than 11; docs/kernel.md.)
+// and the row statistics read as pairs, 1-35 % slower, 20, 12 with the next tile's statistics
+// loaded after the dX output, and 21, 12 with 1/8 of the exponentials on the FMA pipes, equal to 12
+// within 2 and 3 %, 22, with 1/4 of them, 0-5 % slower, and 23, 20 and 21 together, not timed; and
+// forward versions 13 and 14, 11 with 1/8 or 1/4 of the exponentials as a degree-5 polynomial on
+// the FMA pipes, 3-7 % and 12-15 % slower than 11; docs/kernel.md.)
 //   relation_kl forward|backward [VERSION]     all versions when VERSION is left out
 //   relation_kl forward|backward VERSION --time-only   no reference checks (for profilers: the
 //                                              timed launches at 4K, then 8K, 12 each)
@@ -90,17 +89,15 @@
 #include "linear_ard/core/relation_kl_cases.h"      // defines: relation_kl_reference_cases, relation_kl_describe
 #include "linear_ard/core/relation_kl_reference.h"  // defines: relation_kl_reference
 #include "relation_kl_bwd_inflight.cuh"             // defines: relation_kl_bwd_inflight_launch
-#include "relation_kl_bwd_dx_variant.cuh"           // defines: relation_kl_bwd_dx_variant_launch (versions 20-25)
-#include "relation_kl_bwd_late_stats.cuh"           // defines: BwdDxLateStats (version 20)
-#include "relation_kl_bwd_poly_exp.cuh"             // defines: BwdDxPolyExp1, BwdDxPolyExp2, BwdDxPolyExpLateStats (versions 21-23)
+#include "relation_kl_bwd_dx_variant.cuh"           // defines: relation_kl_bwd_dx_variant_launch (versions 12, 24)
 #include "relation_kl_bwd_tma.cuh"                  // defines: relation_kl_bwd_tma_rows_launch (version 11)
-#include "relation_kl_bwd_y_regs.cuh"               // defines: BwdDxYRegsStudent, BwdDxYRegsBoth (versions 24, 25)
+#include "relation_kl_bwd_y_regs.cuh"               // defines: BwdDxKeysShared, BwdDxYRegsStudent (versions 12, 24)
 #include "relation_kl_bwd_v4.cuh"                   // defines: BwdWgmmaV4Tile, relation_kl_bwd_v4_launch
 #include "relation_kl_cuda_kernels.h"               // defines: relation_kl_*_cuda_kernels
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_tma.cuh"                  // defines: fwd_tma_launch_groups (versions 9, 10), fwd_diag_launch_groups (11, 12)
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
-#include "relation_kl_fwd_x_regs.cuh"               // defines: relation_kl_fwd_x_regs_kernel (versions 15, 16)
+#include "relation_kl_fwd_x_regs.cuh"               // defines: relation_kl_fwd_x_regs_kernel (versions 11, 12, 15, 16)
 #include "relation_kl_fwd_v8.cuh"                   // defines: relation_kl_fwd_v8_launch
 #include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
@@ -493,26 +490,18 @@ bool forward_tma_groups(const RelationKLParams& params) {
   });
 }
 
-// Forward version 11 (kWarpgroups = 3, beside 10) or 12 (2, beside 9) at every length (the library
-// runs 11 from cuda::kFwdThreeGroupsFrom keys on, 12 below).
-template <int kWarpgroups>
-bool forward_v11(const RelationKLParams& params) {
-  return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
-    cuda::fwd_diag_launch_groups<decltype(t), decltype(d)::value, kWarpgroups>(p);
-  });
-}
-
-// Forward version 15 (kWarpgroups = 2, beside 12) or 16 (3, beside 11): their fixed-stabilizer pass
-// with X from registers, at every length; 16 at D = 64 only (at D = 128 its 416 threads leave 128
-// registers a thread, and ptxas spills and serializes the wgmmas).
-template <int kWarpgroups>
-bool forward_x_regs(const RelationKLParams& params) {
-  if (kWarpgroups == 3 && std::max(params.student.head_dim, params.teacher.head_dim) > 64) return false;
+// Forward versions 11 (kWarpgroups = 3, beside 10), 12 (2, beside 9) and, with kXRegs, 16 (3) and
+// 15 (2) at every length (the library runs 16 at D = 64 and 11 at D = 128 from
+// cuda::kFwdThreeGroupsFrom keys on, 12 below); 16 at D = 64 only (at D = 128 its 416 threads leave
+// 128 registers a thread, and ptxas spills and serializes the wgmmas).
+template <int kWarpgroups, bool kXRegs>
+bool forward_diag(const RelationKLParams& params) {
+  if (kWarpgroups == 3 && kXRegs && std::max(params.student.head_dim, params.teacher.head_dim) > 64) return false;
   return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
-    if constexpr (kWarpgroups == 2 || D == 64) {
-      cuda::fwd_diag_launch_groups<T, D, kWarpgroups>(p, cuda::relation_kl_fwd_x_regs_kernel<T, D, kWarpgroups>);
+    if constexpr (kWarpgroups == 2 || !kXRegs || D == 64) {
+      cuda::fwd_diag_launch_groups<T, D, kWarpgroups>(p, cuda::relation_kl_fwd_x_regs_kernel<T, D, kWarpgroups, kXRegs>);
     }
   });
 }
@@ -523,7 +512,7 @@ bool backward_v11(const RelationKLParams& params) {
   });
 }
 
-// Backward versions 20-25: 12 (the library's kernel body) with DxOut = Out<D>.
+// Backward versions 12 and 24: 25 (the library's kernel body) with DxOut = Out<D>.
 template <template <int> class Out>
 bool backward_dx_variant(const RelationKLParams& params) {
   return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
@@ -562,10 +551,10 @@ const std::vector<Version>& forward_versions() {
       {8, "wgmma, producer warp, ping-pong, key tiles by TMA (128B swizzle)", forward_v8},
       {9, "8 with uniform wgmma descriptors and the scales folded into exp2's arguments", forward_tma_groups<2>},
       {10, "9 with three consumer warpgroups (192 rows a CTA)", forward_tma_groups<3>},
-      {11, "10 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 10", forward_v11<3>},
-      {12, "9 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 9", forward_v11<2>},
-      {15, "12 with the logit GEMMs' A (both models' X rows) from registers", forward_x_regs<2>},
-      {16, "11 with the logit GEMMs' A (both models' X rows) from registers (D = 64)", forward_x_regs<3>},
+      {11, "10 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 10", forward_diag<3, false>},
+      {12, "9 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 9", forward_diag<2, false>},
+      {15, "12 with the logit GEMMs' A (both models' X rows) from registers", forward_diag<2, true>},
+      {16, "11 with the logit GEMMs' A (both models' X rows) from registers (D = 64)", forward_diag<3, true>},
   };
   return v;
 }
@@ -594,19 +583,15 @@ const std::vector<Version>& backward_versions() {
          return cuda::relation_kl_sm90a_available() && backward_sm90a_dev<6>(p);
        }},
       {11, "6 with the X row tiles by TMA (128B swizzle, mbarriers)", backward_v11},
-      {12, "11 with dX by TMA tensor reduce-add, one box a warp", [](const RelationKLParams& p) {
+      {12, "11 with dX by TMA tensor reduce-add, one box a warp", backward_dx_variant<cuda::BwdDxKeysShared>},
+      {24, "12 with S^T's A (the student's keys) from registers", backward_dx_variant<cuda::BwdDxYRegsStudent>},
+      {25, "12 with S^T's A (both models' keys) from registers", [](const RelationKLParams& p) {
          if (relation_kl_backward_cuda_kernel_name(p, RelationKLCudaKernels::kDefault) != std::string("wgmma+tma")) {
            return false;
          }
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {20, "12 with the next tile's statistics loaded after the dX output", backward_dx_variant<cuda::BwdDxLateStats>},
-      {21, "12 with 1/8 of the exponentials on the FMA pipes", backward_dx_variant<cuda::BwdDxPolyExp1>},
-      {22, "12 with 1/4 of the exponentials on the FMA pipes", backward_dx_variant<cuda::BwdDxPolyExp2>},
-      {23, "21 and 20 together", backward_dx_variant<cuda::BwdDxPolyExpLateStats>},
-      {24, "12 with S^T's A (the student's keys) from registers", backward_dx_variant<cuda::BwdDxYRegsStudent>},
-      {25, "12 with S^T's A (both models' keys) from registers", backward_dx_variant<cuda::BwdDxYRegsBoth>},
   };
   return v;
 }

@@ -1,8 +1,8 @@
-// The kernel of dev/cuda's backward versions 20-25: the library's wgmma+tma backward (version 12,
-// relation_kl_bwd_tma_dx.cuh) with another DxOut of bwd_wgmma_cta. The versions differ from 12 only
-// by their DxOut's switches (kLateStats, kPolyTiles, kYRegs), defined beside them. A DxOut template
-// parameter on the library's kernel would rename the library's kernels, so the six-line kernel is
-// repeated here (dev/cuda/README.md, "Kept copies").
+// The kernel of dev/cuda's backward versions 12 and 24: the library's wgmma+tma backward (version 25,
+// relation_kl_bwd_tma_dx.cuh) with another DxOut of bwd_wgmma_cta, differing from the library's only
+// by its switch kYRegs (relation_kl_bwd_y_regs.cuh). A DxOut template parameter on the library's
+// kernel would rename the library's kernels, so the six-line kernel is repeated here
+// (dev/cuda/README.md, "Kept copies").
 #pragma once
 
 #include "relation_kl_bwd_tma_dx.cuh"  // defines: BwdDxTensorOut, bwd_tma_cta, bwd_tma_dx_launch
@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(BwdWgmmaTile<D>::kThreads, 1)
 // ------------------------------------------------------------------------------------------------
 // kernel launchers
 
-// The variant with DxOut = Out on the params where the library runs version 12 (the caller checked;
+// The variant with DxOut = Out on the params where the library runs version 25 (the caller checked;
 // dx zeroed), as relation_kl_bwd_tma_launch (non-deterministic); `what` names it in launch errors.
 template <typename T, int D, typename Out>
 void relation_kl_bwd_dx_variant_launch(const RelationKLParams& p, const char* what) {

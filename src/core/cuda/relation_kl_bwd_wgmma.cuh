@@ -93,16 +93,9 @@ struct BwdXCoreMatrixDesc {
 //   kCommitDxOnlyIssued: whether the dX wgmma group is committed only where it was issued (false
 //     here: after the branch, every iteration, an empty group at iteration 0; see the loop);
 //   kEnabled: whether the CTA computes dX at all (BwdDxNone: no);
-//   kLateStats: whether the next row tile's statistics are loaded from global memory after this
-//     tile's dX output (its proxy fence, MEMBAR.ALL.CTA in SASS, then no longer waits for them)
-//     instead of with the X tiles at the top of the iteration (false here; dev/cuda's backward 20:
-//     true);
-//   kPolyTiles: how many of a row tile's n-tiles of 8 rows have their exponentials computed by
-//     DxOut::ex2_poly on the FMA pipes instead of the ex2 unit (0 here; dev/cuda's backward 21, 22:
-//     1, 2; see bwd_ex2);
 //   kYRegs: how many models' key tiles the S^T wgmma reads as its A operand from registers (loaded
-//     once by cm_a_frags) instead of from shared memory (0 here; dev/cuda's backward 24: 1, the
-//     student's; 25: 2, both).
+//     once by cm_a_frags) instead of from shared memory (0 here; 1, the student's: dev/cuda's
+//     backward 24; 2, both: 25, the library's wgmma+tma backward, BwdDxTensorOut).
 template <int D>
 struct BwdDxBulkRows {
   using Tile = BwdWgmmaTile<D>;
@@ -111,8 +104,6 @@ struct BwdDxBulkRows {
   static constexpr int kPitch = XP;
   static constexpr bool kCommitDxOnlyIssued = false;
   static constexpr bool kEnabled = true;
-  static constexpr bool kLateStats = false;
-  static constexpr int kPolyTiles = 0;
   static constexpr int kYRegs = 0;
   __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
     float* s = stage + g * XP + 2 * tq;
@@ -131,16 +122,6 @@ struct BwdDxBulkRows {
     }
   }
 };
-
-// exp2(x) for an element of n-tile i of the backward's S^T: the ex2 unit, or DxOut::ex2_poly for the
-// first DxOut::kPolyTiles n-tiles (a dev/cuda DxOut's; the library's have none).
-template <typename DxOut>
-__device__ __forceinline__ float bwd_ex2(float x, int i) {
-  if constexpr (DxOut::kPolyTiles > 0) {
-    if (i < DxOut::kPolyTiles) return DxOut::ex2_poly(x);
-  }
-  return ex2(x);
-}
 
 // The DxOut of bwd_wgmma_cta for the deterministic backward's dY-only pass: no dX wgmma, no dZ^T
 // staging, no reduce-adds; for the self-relation dY goes into dx by plain stores (bwd_store_dy's
@@ -301,8 +282,8 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int rl = i * 8 + 2 * tq + (e & 1);
-        const float ps = bwd_ex2<DxOut>(fmaf(zs[i][e], cs, -st[rl]), i);
-        const float pt = bwd_ex2<DxOut>(fmaf(zt[i][e], ct, -st[BM + rl]), i);
+        const float ps = ex2(fmaf(zs[i][e], cs, -st[rl]));
+        const float pt = ex2(fmaf(zt[i][e], ct, -st[BM + rl]));
         float dz = st[2 * BM + rl] * (ps - pt);
         if constexpr (kMasked) {
           const int r = e >> 1;
@@ -341,11 +322,7 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     const BwdPos next = advance(cur);
     BwdRowRaw next_stats{};
     if (it + 1 < iters) {
-      if constexpr (DxOut::kLateStats) {
-        load_x(b, next.h, next.i0, stage ^ 1, sX);
-      } else {
-        next_stats = load_rows(next, stage ^ 1);
-      }
+      next_stats = load_rows(next, stage ^ 1);
       cp_async_commit();
     }
     const T* sXs = sX + stage * 2 * BM * P;
@@ -392,9 +369,6 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       wgmma_wait<1>();
       fence_regs(dxa);
       if (it > 0) dx_out(prev_pos, dxa);
-    }
-    if constexpr (DxOut::kLateStats) {
-      if (it + 1 < iters) next_stats = load_stats(next);
     }
     wgmma_wait<0>();
     fence_regs(zs);

@@ -176,7 +176,9 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
 // row's diagonal), one of two launches of the same grid: kPass 0 runs fwd_tma_cta with kDiag and
 // sets the CTA's flag in redo ([B][H][grid.x], zeroed by the caller) when one of its rows
 // overflowed; kPass 1 runs the online CTA (versions 9 / 10) where the flag is set, and returns at
-// once elsewhere.
+// once elsewhere. With three warpgroups at D = 64 kPass 0 reads X from registers (kXRegs: forward
+// version 16, 12-16 % faster than 11 there on one H100; at D = 128 it does not fit, and two
+// warpgroups with X in registers, version 15, were 11-13 % slower than 11).
 template <typename T, int D, int kWarpgroups, int kPass>
 __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
     relation_kl_fwd_diag_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
@@ -186,7 +188,8 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
   if constexpr (kPass == 1) {
     if (*flag == 0) return;
   }
-  fwd_tma_cta<T, D, true, true, kWarpgroups, kPass == 0>(p, map_s, map_t, flag);
+  constexpr bool kXRegs = kPass == 0 && kWarpgroups == 3 && D == 64;  // forward version 16
+  fwd_tma_cta<T, D, true, true, kWarpgroups, kPass == 0, kXRegs>(p, map_s, map_t, flag);
 }
 
 // ------------------------------------------------------------------------------------------------
