@@ -67,7 +67,7 @@ struct FwdTmaTile {
 // sw128_desc's B descriptors and a wait for x_full before their loop. map_s, map_t: the kernel's
 // __grid_constant__ parameters.
 // kDiag: forward version 11 (fwd_pingpong_consume's), a row that overflowed setting *diag_redo;
-// kXRegs: dev/cuda's forwards 15, 16 (fwd_pingpong_consume's).
+// kXRegs: fwd_pingpong_consume's (forward version 16: relation_kl_fwd_diag_kernel's at D = 64).
 template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false,
           bool kXRegs = false>
 __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
 // overflowed; kPass 1 runs the online CTA (versions 9 / 10) where the flag is set, and returns at
 // once elsewhere. With three warpgroups at D = 64 kPass 0 reads X from registers (kXRegs: forward
 // version 16, 12-16 % faster than 11 there on one H100; at D = 128 it does not fit, and two
-// warpgroups with X in registers, version 15, were 11-13 % slower than 11).
+// warpgroups with X in registers, version 15, were 11-15 % slower than 11).
 template <typename T, int D, int kWarpgroups, int kPass>
 __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
     relation_kl_fwd_diag_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
@@ -250,7 +250,8 @@ inline bool fwd_diag_ok(const RelationKLParams& p) {
 
 // Forward version 11 where fwd_diag_ok (the fixed-stabilizer pass, then the online forward on the
 // CTAs it flagged; the flags from the library's scratch pool on the launch stream), versions 9 / 10
-// elsewhere. `first`: the fixed-stabilizer pass's kernel (another for dev/cuda's forwards 15, 16).
+// elsewhere. `first`: the fixed-stabilizer pass's kernel (dev/cuda's forwards 11, 12, 15, 16 hand
+// their own).
 template <typename T, int D, int kWarpgroups>
 void fwd_diag_launch_groups(const RelationKLParams& p,
                             void (*first)(RelationKLParams, CUtensorMap, CUtensorMap, int*) =

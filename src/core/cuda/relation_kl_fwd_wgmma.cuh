@@ -139,7 +139,8 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // kDiag (forward version 11; with kUniformIssue and kFoldScale, for a self-relation
 // without a key mask): the stabilizers fixed at each row's diagonal (fwd_diag_update, fwd_diag_store),
 // a row that overflowed setting *diag_redo.
-// kXRegs (dev/cuda's forwards 15, 16): the warpgroup's X rows of both models read once, after
+// kXRegs (forward version 16, the library's first pass with three warpgroups at D = 64; and 15):
+// the warpgroup's X rows of both models read once, after
 // before_loop(), into registers as wgmma A fragments (cm_a_frags), so that the logit GEMMs read only
 // the key tiles from shared memory (wgmma_m64n64k16_rs).
 template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, int kWarpgroups = 2,
