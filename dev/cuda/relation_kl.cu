@@ -501,22 +501,8 @@ bool forward_diag(const RelationKLParams& params) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     if constexpr (kWarpgroups == 2 || !kXRegs || D == 64) {
-      cuda::fwd_diag_launch_groups<T, D, kWarpgroups>(
-          p, cuda::relation_kl_fwd_x_regs_kernel<T, D, kWarpgroups, kXRegs ? 2 : 0>);
+      cuda::fwd_diag_launch_groups<T, D, kWarpgroups>(p, cuda::relation_kl_fwd_x_regs_kernel<T, D, kWarpgroups, kXRegs>);
     }
-  });
-}
-
-// Forward versions 17 and 18: 11 without the producer warp (12 warps: ptxas's limit 168 registers
-// a thread instead of 128), with (17) the student's X rows from registers (both models' at D = 64,
-// 16's operands) or (18, kXRegs = false) X from shared memory as in 11.
-template <bool kXRegs>
-bool forward_no_producer(const RelationKLParams& params) {
-  return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
-    using T = decltype(t);
-    constexpr int D = decltype(d)::value;
-    constexpr int kRegModels = kXRegs ? (D == 64 ? 2 : 1) : 0;
-    cuda::fwd_diag_launch_groups<T, D, 3, false>(p, cuda::relation_kl_fwd_x_regs_kernel<T, D, 3, kRegModels, true>);
   });
 }
 
@@ -526,7 +512,7 @@ bool backward_v11(const RelationKLParams& params) {
   });
 }
 
-// Backward versions 12, 24 and 26-28: 25 (the library's kernel body) with DxOut = Out<D>.
+// Backward versions 12 and 24: 25 (the library's kernel body) with DxOut = Out<D>.
 template <template <int> class Out>
 bool backward_dx_variant(const RelationKLParams& params) {
   return run_tma_version<true>(params, [](auto t, auto d, const RelationKLParams& p) {
@@ -569,8 +555,6 @@ const std::vector<Version>& forward_versions() {
       {12, "9 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 9", forward_diag<2, false>},
       {15, "12 with the logit GEMMs' A (both models' X rows) from registers", forward_diag<2, true>},
       {16, "11 with the logit GEMMs' A (both models' X rows) from registers (D = 64)", forward_diag<3, true>},
-      {17, "11 without the producer warp, the student's X rows from registers (both at D = 64)", forward_no_producer<true>},
-      {18, "11 without the producer warp", forward_no_producer<false>},
   };
   return v;
 }
@@ -608,9 +592,6 @@ const std::vector<Version>& backward_versions() {
          relation_kl_backward_cuda_kernels(p, RelationKLCudaKernels::kDefault);
          return true;
        }},
-      {26, "24 with dX(t-1) issued behind S^T(t), during the exponentials", backward_dx_variant<cuda::BwdDxLateDxStudent>},
-      {27, "25 with dX(t-1) issued behind S^T(t), during the exponentials", backward_dx_variant<cuda::BwdDxLateDxBoth>},
-      {28, "12 with dX(t-1) issued behind S^T(t), during the exponentials", backward_dx_variant<cuda::BwdDxLateDxShared>},
   };
   return v;
 }

@@ -30,28 +30,11 @@ struct BwdDxYRegs : BwdDxTensorOut<D> {
   static constexpr int kYRegs = kModels;
 };
 
-// Backward versions 26-28: the DxOut of 24 (kModels = 1), 25 (2) or 12 (0) with the dX wgmma of
-// the previous row tile issued behind S^T (kLateDx): it runs on the tensor cores while the
-// warpgroup computes this tile's exponentials, when in 12-25 both warpgroups' exponentials leave
-// the tensor cores idle (1,024 ex2 clocks a row tile at D = 128 against dX's 512 tensor clocks), and
-// its output (staging, reduce-add) goes out behind the dY wgmma instead of behind S^T. Its 32
-// accumulators a thread are then live through the exponentials.
-template <int D, int kModels>
-struct BwdDxLateDx : BwdDxYRegs<D, kModels> {
-  static constexpr bool kLateDx = true;
-};
-
-// The DxOuts of versions 12, 24 and 26-28 by head dim alone (relation_kl_bwd_dx_variant_launch's Out).
+// The DxOuts of versions 12 and 24 by head dim alone (relation_kl_bwd_dx_variant_launch's Out).
 template <int D>
 using BwdDxKeysShared = BwdDxYRegs<D, 0>;
 template <int D>
 using BwdDxYRegsStudent = BwdDxYRegs<D, 1>;
-template <int D>
-using BwdDxLateDxStudent = BwdDxLateDx<D, 1>;
-template <int D>
-using BwdDxLateDxBoth = BwdDxLateDx<D, 2>;
-template <int D>
-using BwdDxLateDxShared = BwdDxLateDx<D, 0>;
 
 }  // namespace cuda
 }  // namespace linear_ard

@@ -25,15 +25,13 @@ namespace cuda {
 
 // relation_kl_fwd_diag_kernel's first pass (kPass = 0) with kXRegs given: the fixed stabilizers, a
 // CTA whose rows overflowed setting its flag in redo.
-// kXRegs: how many models' X rows from registers (fwd_pingpong_consume's); kNoProducer: fwd_tma_cta's
-// (version 17).
-template <typename T, int D, int kWarpgroups, int kXRegs, bool kNoProducer = false>
-__global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups, !kNoProducer>::kThreads, 1)
+template <typename T, int D, int kWarpgroups, bool kXRegs>
+__global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
     relation_kl_fwd_x_regs_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
                                   const __grid_constant__ CUtensorMap map_t, int* redo) {
   const CtaPlace cta = cta_place(p.cta_head_group);
   int* flag = redo + (cta.batch * p.heads + cta.head) * int64_t(gridDim.x) + cta.rank;
-  fwd_tma_cta<T, D, true, true, kWarpgroups, true, kXRegs, kNoProducer>(p, map_s, map_t, flag);
+  fwd_tma_cta<T, D, true, true, kWarpgroups, true, kXRegs>(p, map_s, map_t, flag);
 }
 
 }  // namespace cuda

@@ -50,7 +50,6 @@ struct BwdDxTensorOut {
   static constexpr bool kCommitDxOnlyIssued = true;
   static constexpr bool kEnabled = true;
   static constexpr int kYRegs = 2;  // backward version 25
-  static constexpr bool kLateDx = false;
   static_assert(kLines == 1 || kLines == 2, "D = 64 or 128");
   static_assert(kStageOffset % 1024 == 0 && (16 * kPitch * 4) % 1024 == 0, "boxes at swizzle phase 0");
   static_assert(kStageOffset + 2 * Base::kRows * kPitch * 4 <= BwdTmaTile<D>::kBarOffset, "inside version 11's carve");

@@ -95,10 +95,7 @@ struct BwdXCoreMatrixDesc {
 //   kEnabled: whether the CTA computes dX at all (BwdDxNone: no);
 //   kYRegs: how many models' key tiles the S^T wgmma reads as its A operand from registers (loaded
 //     once by cm_a_frags) instead of from shared memory (0 here; 1, the student's: dev/cuda's
-//     backward 24; 2, both: 25, the library's wgmma+tma backward, BwdDxTensorOut);
-//   kLateDx: whether the dX wgmma of the previous row tile is issued behind S^T instead of ahead of
-//     it, so that it runs during the exponentials, and its output goes out behind the dY wgmma
-//     (false here; true: dev/cuda's backward 26-28).
+//     backward 24; 2, both: 25, the library's wgmma+tma backward, BwdDxTensorOut).
 template <int D>
 struct BwdDxBulkRows {
   using Tile = BwdWgmmaTile<D>;
@@ -108,7 +105,6 @@ struct BwdDxBulkRows {
   static constexpr bool kCommitDxOnlyIssued = false;
   static constexpr bool kEnabled = true;
   static constexpr int kYRegs = 0;
-  static constexpr bool kLateDx = false;
   __device__ __forceinline__ void store(float* stage, const float (&c)[XC / 8][4], int g, int tq) const {
     float* s = stage + g * XP + 2 * tq;
 #pragma unroll
@@ -344,12 +340,12 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
     // S^T, which wgmma_wait<1> may leave pending (nothing reads dxa there) and wgmma_wait<0> waits
     // for; from iteration 1 on the groups are dX, S^T either way.
     float zs[RT][4], zt[RT][4], dxa[XC / 8][4];
-    if (!DxOut::kLateDx && DxOut::kEnabled && it > 0) {
+    if (DxOut::kEnabled && it > 0) {
       wgmma_fence();
       dx_issue(dxa, stage ^ 1);
       if constexpr (DxOut::kCommitDxOnlyIssued) wgmma_commit();
     }
-    if constexpr (!DxOut::kLateDx && DxOut::kEnabled && !DxOut::kCommitDxOnlyIssued) wgmma_commit();
+    if constexpr (DxOut::kEnabled && !DxOut::kCommitDxOnlyIssued) wgmma_commit();
     wait_x(stage, it);
     wgmma_fence();
 #pragma unroll
@@ -369,25 +365,12 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       }
     }
     wgmma_commit();
-    if constexpr (DxOut::kLateDx) {
-      // dX of the previous row tile behind S^T: it runs while this tile's exponentials do.
-      // Its group is committed every iteration (empty at it = 0), so that one wait_group 1 is S^T's:
-      // waits in branches make ptxas serialize the wgmmas (C7514).
-      static_assert(DxOut::kEnabled, "kLateDx: a dX output");
-      if (it > 0) {
-        wgmma_fence();
-        dx_issue(dxa, stage ^ 1);
-      }
-      wgmma_commit();
+    if constexpr (DxOut::kEnabled) {
       wgmma_wait<1>();
-    } else {
-      if constexpr (DxOut::kEnabled) {
-        wgmma_wait<1>();
-        fence_regs(dxa);
-        if (it > 0) dx_out(prev_pos, dxa);
-      }
-      wgmma_wait<0>();
+      fence_regs(dxa);
+      if (it > 0) dx_out(prev_pos, dxa);
     }
+    wgmma_wait<0>();
     fence_regs(zs);
     fence_regs(zt);
 
@@ -426,11 +409,6 @@ __device__ __forceinline__ void bwd_wgmma_cta(const RelationKLParams& p, bool ve
       wgmma_m64nNk16_rs_tb<T, D>(dy, za[kk], XDesc::mn(sXs, kk), true);
     }
     wgmma_commit();
-    if constexpr (DxOut::kLateDx) {
-      wgmma_wait<1>();  // the dX group, ahead of dY's
-      fence_regs(dxa);
-      if (it > 0) dx_out(prev_pos, dxa);
-    }
     wgmma_wait<0>();
     fence_regs(dy);
     if (it + 1 < iters) stats_store(next_stats, stage ^ 1);

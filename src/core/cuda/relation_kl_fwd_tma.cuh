@@ -30,9 +30,7 @@ namespace cuda {
 // layout; then the mbarriers full[K], empty[K], x_full. 1024 bytes of slack for aligning the base.
 // kWarpgroups: consumer warpgroups (FwdWgmmaTile's; 3 is forward version 10: 192 rows, 230,472
 // bytes at D = 128).
-// kProducerWarp = false (forward version 17): no producer warp, the consumers load X and one
-// consumer thread issues the key tiles.
-template <int D, int kWarpgroups = 2, bool kProducerWarp = true>
+template <int D, int kWarpgroups = 2>
 struct FwdTmaTile {
   static_assert(D == 64 || D == 128, "TMA key boxes are 64 elements wide");
   using Base = FwdWgmmaTile<D, false, kWarpgroups>;
@@ -40,7 +38,7 @@ struct FwdTmaTile {
   static constexpr int kKeys = Base::kKeys;    // 64
   static constexpr int kStages = Base::kStages;  // 4
   static constexpr int kConsumers = Base::kConsumers;
-  static constexpr int kThreads = kConsumers + (kProducerWarp ? 32 : 0);
+  static constexpr int kThreads = kConsumers + 32;
   static constexpr int kBoxCols = 64;
   static constexpr int kBoxes = D / kBoxCols;                        // per model and stage
   static constexpr uint32_t kBoxBytes = kKeys * kBoxCols * 2;       // 8192
@@ -56,26 +54,6 @@ struct FwdTmaTile {
 // ------------------------------------------------------------------------------------------------
 // CUDA kernels
 
-// Key tile t into stage t mod K of a TMA forward's ring (one thread): waits until the consumers
-// have released the stage (from t = K on), then arrive.expect_tx on full[t mod K] with both models'
-// bytes and the 2 x D/64 box copies onto it. hy_s, hy_t: the Y heads of the CTA's head.
-template <typename Tile>
-__device__ __forceinline__ void fwd_tma_produce(int t, uint32_t sY, uint64_t* full, uint64_t* empty,
-                                                const CUtensorMap& map_s, const CUtensorMap& map_t, int hy_s,
-                                                int hy_t, int64_t b) {
-  constexpr int K = Tile::kStages, BN = Tile::kKeys;
-  const int s = t % K;
-  if (t >= K) mbar_wait(&empty[s], ((t / K) & 1) ^ 1);
-  mbar_arrive_expect_tx(&full[s], Tile::kStageBytes);
-  const uint32_t dst = sY + s * Tile::kStageBytes;
-#pragma unroll
-  for (int c = 0; c < Tile::kBoxes; ++c) {
-    tma_load_4d(dst + c * Tile::kBoxBytes, &map_s, c * Tile::kBoxCols, t * BN, hy_s, static_cast<int>(b), &full[s]);
-    tma_load_4d(dst + Tile::kModelBytes + c * Tile::kBoxBytes, &map_t, c * Tile::kBoxCols, t * BN, hy_t,
-                static_cast<int>(b), &full[s]);
-  }
-}
-
 // Version 6's kernel (relation_kl_fwd_wgmma_kernel<T, D, false>) with the key tiles by TMA, as the
 // body of relation_kl_fwd_tma_kernel: with kUniformIssue (and kFoldScale where fwd_fold_ok) the
 // library's forward version 9, with both off dev/cuda's version 8 (fwd_pingpong_consume says what
@@ -90,19 +68,12 @@ __device__ __forceinline__ void fwd_tma_produce(int t, uint32_t sY, uint64_t* fu
 // __grid_constant__ parameters.
 // kDiag: forward version 11 (fwd_pingpong_consume's), a row that overflowed setting *diag_redo;
 // kXRegs: fwd_pingpong_consume's (forward version 16: relation_kl_fwd_diag_kernel's at D = 64).
-// kNoProducer (forward version 17; FwdTmaTile<D, kWarpgroups, false>::kThreads threads): no
-// producer warp, so that ptxas's register limit counts the consumer warps only (12 warps: 168 a
-// thread, 13: 128). Thread 0 issues key tiles 0 .. K-1 before the loop; the last warpgroup's first
-// thread issues tile t + K into tile t's stage once its warp has released tile t
-// (fwd_pingpong_consume's after_wait: the last warpgroup's GEMMs of a tile are issued last, so the
-// others' of the same tile have completed and released the stage by then); each consumer warp
-// copies its own 16 rows of both models' X, and a CTA barrier after the copies replaces x_full.
 template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false,
-          int kXRegs = 0, bool kNoProducer = false>
+          bool kXRegs = false>
 __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
                                             const CUtensorMap& map_t, int* diag_redo = nullptr) {
 #ifdef LINEAR_ARD_SM90A
-  using Tile = FwdTmaTile<D, kWarpgroups, !kNoProducer>;
+  using Tile = FwdTmaTile<D, kWarpgroups>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
   // Declared 128-byte aligned only, so that the compiler keeps the rounding up to 1024 (with
   // __align__(1024) it assumes the base aligned and folds the rounding away).
@@ -131,34 +102,26 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
     mbar_init(x_full, 32);
     fence_mbarrier_init();
   }
-  __syncthreads();  // the only CTA-wide barrier (with kNoProducer: one more after the X copies)
+  __syncthreads();  // the only CTA-wide barrier
 
-  // Key tile t into stage t mod K (one thread), from the Y heads of this CTA's head.
-  auto hy = [&](const RelationSide& side) { return h / (p.heads / side.heads_y); };
-  auto produce = [&](int t, int hy_s, int hy_t) {
-    fwd_tma_produce<Tile>(t, sY, full, empty, map_s, map_t, hy_s, hy_t, b);
-  };
-  if constexpr (kNoProducer) {
+  if (threadIdx.x >= Tile::kConsumers) {
     const int lane = threadIdx.x % 32;
     const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
     const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
-    if (threadIdx.x == 0) {
-      tma_prefetch_map(&map_s);
-      tma_prefetch_map(&map_t);
-      for (int t = 0; t < min(ntiles, K); ++t) produce(t, hy(p.student), hy(p.teacher));
-    }
-    const int r = 16 * (threadIdx.x / 32);  // the warp's rows in the CTA's tile
-    fwd_warp_load_cm<T, 16, D>(sXs + r * D, S.x, p.student.x_row_stride, r0 + r, n, p.student.head_dim, true, lane);
-    fwd_warp_load_cm<T, 16, D>(sXt + r * D, Tt.x, p.teacher.x_row_stride, r0 + r, n, p.teacher.head_dim, true, lane);
-    cp_async_commit();
-    cp_async_wait<0>();
-    fence_proxy_async();
-    __syncthreads();
-  } else if (threadIdx.x >= Tile::kConsumers) {
-    const int lane = threadIdx.x % 32;
-    const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
-    const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
-    const int hy_s = hy(p.student), hy_t = hy(p.teacher);
+    const int hy_s = h / (p.heads / p.student.heads_y), hy_t = h / (p.heads / p.teacher.heads_y);
+    // Key tile t into stage t mod K (lane 0 only).
+    auto produce = [&](int t) {
+      const int s = t % K;
+      if (t >= K) mbar_wait(&empty[s], ((t / K) & 1) ^ 1);
+      mbar_arrive_expect_tx(&full[s], Tile::kStageBytes);
+      const uint32_t dst = sY + s * Tile::kStageBytes;
+#pragma unroll
+      for (int c = 0; c < Tile::kBoxes; ++c) {
+        tma_load_4d(dst + c * Tile::kBoxBytes, &map_s, c * Tile::kBoxCols, t * BN, hy_s, static_cast<int>(b), &full[s]);
+        tma_load_4d(dst + Tile::kModelBytes + c * Tile::kBoxBytes, &map_t, c * Tile::kBoxCols, t * BN, hy_t,
+                    static_cast<int>(b), &full[s]);
+      }
+    };
     fwd_warp_load_cm<T, BM, D>(sXs, S.x, p.student.x_row_stride, r0, n, p.student.head_dim, true, lane);
     fwd_warp_load_cm<T, BM, D>(sXt, Tt.x, p.teacher.x_row_stride, r0, n, p.teacher.head_dim, true, lane);
     cp_async_commit();
@@ -166,13 +129,13 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
     if (lane == 0) {
       tma_prefetch_map(&map_s);
       tma_prefetch_map(&map_t);
-      for (int t = 0; t < first; ++t) produce(t, hy_s, hy_t);
+      for (int t = 0; t < first; ++t) produce(t);
     }
     cp_async_wait<0>();
     fence_proxy_async();
     mbar_arrive(x_full);
     if (lane == 0) {
-      for (int t = first; t < ntiles; ++t) produce(t, hy_s, hy_t);
+      for (int t = first; t < ntiles; ++t) produce(t);
     }
     return;
   }
@@ -195,15 +158,7 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
                             (kk % 4) * 32) >> 4);
         }
       },
-      [&] {
-        if constexpr (!kNoProducer) mbar_wait(x_full, 0);
-      },
-      diag_redo,
-      [&](int t) {
-        if constexpr (kNoProducer) {
-          if (threadIdx.x == Tile::kConsumers - 128 && t + K < ntiles) produce(t + K, hy(p.student), hy(p.teacher));
-        }
-      });
+      [&] { mbar_wait(x_full, 0); }, diag_redo);
 #endif
 }
 
@@ -233,7 +188,7 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
   if constexpr (kPass == 1) {
     if (*flag == 0) return;
   }
-  constexpr int kXRegs = kPass == 0 && kWarpgroups == 3 && D == 64 ? 2 : 0;  // forward version 16
+  constexpr bool kXRegs = kPass == 0 && kWarpgroups == 3 && D == 64;  // forward version 16
   fwd_tma_cta<T, D, true, true, kWarpgroups, kPass == 0, kXRegs>(p, map_s, map_t, flag);
 }
 
@@ -250,12 +205,11 @@ dim3 fwd_tma_grid(const RelationKLParams& p) {
 // Launches `kernel` (an instance of relation_kl_fwd_tma_kernel or relation_kl_fwd_diag_kernel) on the params
 // (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the caller has checked tma_side_ok for
 // both sides; kWarpgroups: the kernel's.
-// `args...` after the two maps: the diagonal kernel's flags. kProducerWarp: FwdTmaTile's (the
-// kernel's thread count).
-template <typename T, int D, int kWarpgroups = 2, bool kProducerWarp = true, typename... Args>
+// `args...` after the two maps: the diagonal kernel's flags.
+template <typename T, int D, int kWarpgroups = 2, typename... Args>
 void fwd_tma_run(const RelationKLParams& p, void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap, Args...),
                  Args... args) {
-  using Tile = FwdTmaTile<D, kWarpgroups, kProducerWarp>;
+  using Tile = FwdTmaTile<D, kWarpgroups>;
   const CUtensorMap map_s = tma_map<T>(tma_y_operand(p.student, p.seq_len, p.batch), Tile::kKeys);
   const CUtensorMap map_t = tma_map<T>(tma_y_operand(p.teacher, p.seq_len, p.batch), Tile::kKeys);
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -296,17 +250,17 @@ inline bool fwd_diag_ok(const RelationKLParams& p) {
 
 // Forward version 11 where fwd_diag_ok (the fixed-stabilizer pass, then the online forward on the
 // CTAs it flagged; the flags from the library's scratch pool on the launch stream), versions 9 / 10
-// elsewhere. `first`: the fixed-stabilizer pass's kernel (dev/cuda's forwards 11, 12, 15-17 hand
-// their own; kProducerWarp: its FwdTmaTile's).
-template <typename T, int D, int kWarpgroups, bool kProducerWarp = true>
+// elsewhere. `first`: the fixed-stabilizer pass's kernel (dev/cuda's forwards 11, 12, 15, 16 hand
+// their own).
+template <typename T, int D, int kWarpgroups>
 void fwd_diag_launch_groups(const RelationKLParams& p,
                             void (*first)(RelationKLParams, CUtensorMap, CUtensorMap, int*) =
                                 relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 0>) {
   if (!fwd_diag_ok(p)) return fwd_tma_launch_groups<T, D, kWarpgroups>(p);
   const dim3 grid = fwd_tma_grid<kWarpgroups>(p);
   const ScratchInts redo(size_t(grid.x) * grid.y * grid.z, static_cast<cudaStream_t>(p.stream));
-  fwd_tma_run<T, D, kWarpgroups, kProducerWarp, int*>(p, first, redo.data());
-  fwd_tma_run<T, D, kWarpgroups, true, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 1>, redo.data());
+  fwd_tma_run<T, D, kWarpgroups, int*>(p, first, redo.data());
+  fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 1>, redo.data());
 }
 
 // From this length on the library's forward runs three consumer warpgroups (version 10: on one
