@@ -36,6 +36,8 @@
 //                a CTA, instead of from shared memory (relation_kl_fwd_x_regs.cuh)
 //            16  11 with the same, D = 64 only (the library's there from n = 8192, 12-16 % faster
 //                than 11)
+//            19  11 with a producer warpgroup that gives the consumers 160 registers a thread by
+//                setmaxnreg, the student's X rows from registers at D = 128 (both at D = 64)
 //   backward  1  SIMT: a warp per row (dX) and per key (dY) (the library's fp32 path and fallback)
 //             2  mma.sync, column-parallel, dY in registers, dX by atomics (the library's without sm_90a)
 //             3  2 with S^T = Y X^T on warpgroup MMA (sm_90a; in this file)
@@ -97,7 +99,7 @@
 #include "relation_kl_fwd_pipelined.cuh"            // defines: relation_kl_fwd_pipe_launch
 #include "relation_kl_fwd_tma.cuh"                  // defines: fwd_tma_launch_groups (versions 9, 10), fwd_diag_launch_groups (11, 12)
 #include "relation_kl_fwd_v5.cuh"                   // defines: relation_kl_fwd_v5_launch
-#include "relation_kl_fwd_x_regs.cuh"               // defines: relation_kl_fwd_x_regs_kernel (versions 11, 12, 15, 16)
+#include "relation_kl_fwd_x_regs.cuh"               // defines: relation_kl_fwd_x_regs_kernel (versions 11, 12, 15, 16, 19)
 #include "relation_kl_fwd_v8.cuh"                   // defines: relation_kl_fwd_v8_launch
 #include "relation_kl_fwd_wgmma.cuh"                // defines: relation_kl_fwd_wgmma_run (the library's, with version 7's kPairs)
 #include "relation_kl_harness.h"                    // defines: DeviceProblem, reference_errors, time_ms
@@ -501,8 +503,20 @@ bool forward_diag(const RelationKLParams& params) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     if constexpr (kWarpgroups == 2 || !kXRegs || D == 64) {
-      cuda::fwd_diag_launch_groups<T, D, kWarpgroups>(p, cuda::relation_kl_fwd_x_regs_kernel<T, D, kWarpgroups, kXRegs>);
+      cuda::fwd_diag_launch_groups<T, D, kWarpgroups>(
+          p, cuda::relation_kl_fwd_x_regs_kernel<T, D, kWarpgroups, kXRegs ? 2 : 0>);
     }
+  });
+}
+
+// Forward version 19: 11 with a producer warpgroup whose setmaxnreg gives the consumers 160
+// registers a thread (128 without), and the student's X rows from registers at D = 128 (both
+// models' at D = 64, 16's operands).
+bool forward_producer_group(const RelationKLParams& params) {
+  return run_tma_version<false>(params, [](auto t, auto d, const RelationKLParams& p) {
+    using T = decltype(t);
+    constexpr int D = decltype(d)::value;
+    cuda::fwd_diag_launch_groups<T, D, 3, true>(p, cuda::relation_kl_fwd_x_regs_kernel<T, D, 3, D == 64 ? 2 : 1, true>);
   });
 }
 
@@ -555,6 +569,8 @@ const std::vector<Version>& forward_versions() {
       {12, "9 with the stabilizers fixed at each row's diagonal, overflowed CTAs rerun by 9", forward_diag<2, false>},
       {15, "12 with the logit GEMMs' A (both models' X rows) from registers", forward_diag<2, true>},
       {16, "11 with the logit GEMMs' A (both models' X rows) from registers (D = 64)", forward_diag<3, true>},
+      {19, "11 with a producer warpgroup (setmaxnreg: 160 registers a consumer), the student's X rows from registers",
+       forward_producer_group},
   };
   return v;
 }

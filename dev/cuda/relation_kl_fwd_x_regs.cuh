@@ -12,7 +12,9 @@
 // cores and 1,536 for the ex2 unit. X is the same for all of a CTA's key tiles; from registers a step
 // reads 96 KB (version 16) or 64 KB (15, two warpgroups, for 2/3 of the rows). Registers: +32 a
 // thread and model at D = 128, +16 at D = 64; three warpgroups leave 128 registers a thread, which
-// at D = 128 makes ptxas spill and serialize the wgmmas, so 16 runs at D = 64 only.
+// at D = 128 makes ptxas spill and serialize the wgmmas, so 16 runs at D = 64 only. Version 19 (11
+// with a producer warpgroup: fwd_tma_cta's kProducerGroup, setmaxnreg 24 / 160) has the room for the
+// student's X rows at D = 128.
 #pragma once
 
 #include "relation_kl_fwd_tma.cuh"  // defines: fwd_tma_cta, FwdTmaTile, fwd_diag_launch_groups
@@ -25,13 +27,15 @@ namespace cuda {
 
 // relation_kl_fwd_diag_kernel's first pass (kPass = 0) with kXRegs given: the fixed stabilizers, a
 // CTA whose rows overflowed setting its flag in redo.
-template <typename T, int D, int kWarpgroups, bool kXRegs>
-__global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
+// kXRegs: how many models' X rows from registers (fwd_pingpong_consume's); kProducerGroup:
+// fwd_tma_cta's (version 19).
+template <typename T, int D, int kWarpgroups, int kXRegs, bool kProducerGroup = false>
+__global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups, kProducerGroup>::kThreads, 1)
     relation_kl_fwd_x_regs_kernel(const RelationKLParams p, const __grid_constant__ CUtensorMap map_s,
                                   const __grid_constant__ CUtensorMap map_t, int* redo) {
   const CtaPlace cta = cta_place(p.cta_head_group);
   int* flag = redo + (cta.batch * p.heads + cta.head) * int64_t(gridDim.x) + cta.rank;
-  fwd_tma_cta<T, D, true, true, kWarpgroups, true, kXRegs>(p, map_s, map_t, flag);
+  fwd_tma_cta<T, D, true, true, kWarpgroups, true, kXRegs, kProducerGroup>(p, map_s, map_t, flag);
 }
 
 }  // namespace cuda

@@ -30,7 +30,9 @@ namespace cuda {
 // layout; then the mbarriers full[K], empty[K], x_full. 1024 bytes of slack for aligning the base.
 // kWarpgroups: consumer warpgroups (FwdWgmmaTile's; 3 is forward version 10: 192 rows, 230,472
 // bytes at D = 128).
-template <int D, int kWarpgroups = 2>
+// kProducerGroup (forward version 19): the producer is a whole warpgroup (warps 1-3 only give
+// their registers back), so that setmaxnreg can move registers to the consumers.
+template <int D, int kWarpgroups = 2, bool kProducerGroup = false>
 struct FwdTmaTile {
   static_assert(D == 64 || D == 128, "TMA key boxes are 64 elements wide");
   using Base = FwdWgmmaTile<D, false, kWarpgroups>;
@@ -38,7 +40,11 @@ struct FwdTmaTile {
   static constexpr int kKeys = Base::kKeys;    // 64
   static constexpr int kStages = Base::kStages;  // 4
   static constexpr int kConsumers = Base::kConsumers;
-  static constexpr int kThreads = kConsumers + 32;
+  static constexpr int kThreads = kConsumers + (kProducerGroup ? 128 : 32);
+  // kProducerGroup's split of the register file (setmaxnreg): 128 x 24 + 384 x 160 = 64,512 of the
+  // SM's 65,536 at three consumer warpgroups, i.e. at most 4 x 128, ptxas's count for 512 threads.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 160;
   static constexpr int kBoxCols = 64;
   static constexpr int kBoxes = D / kBoxCols;                        // per model and stage
   static constexpr uint32_t kBoxBytes = kKeys * kBoxCols * 2;       // 8192
@@ -68,12 +74,15 @@ struct FwdTmaTile {
 // __grid_constant__ parameters.
 // kDiag: forward version 11 (fwd_pingpong_consume's), a row that overflowed setting *diag_redo;
 // kXRegs: fwd_pingpong_consume's (forward version 16: relation_kl_fwd_diag_kernel's at D = 64).
+// kProducerGroup (forward version 19; FwdTmaTile<D, kWarpgroups, true>::kThreads threads): the
+// producer warpgroup gives registers back (setmaxnreg.dec to kProducerRegs) and the consumers take
+// them (setmaxnreg.inc to kConsumerRegs); warp 0 of the producer warpgroup is the producer warp.
 template <typename T, int D, bool kUniformIssue, bool kFoldScale, int kWarpgroups, bool kDiag = false,
-          bool kXRegs = false>
+          int kXRegs = 0, bool kProducerGroup = false>
 __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUtensorMap& map_s,
                                             const CUtensorMap& map_t, int* diag_redo = nullptr) {
 #ifdef LINEAR_ARD_SM90A
-  using Tile = FwdTmaTile<D, kWarpgroups>;
+  using Tile = FwdTmaTile<D, kWarpgroups, kProducerGroup>;
   constexpr int BM = Tile::kRows, BN = Tile::kKeys, K = Tile::kStages;
   // Declared 128-byte aligned only, so that the compiler keeps the rounding up to 1024 (with
   // __align__(1024) it assumes the base aligned and folds the rounding away).
@@ -105,6 +114,10 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
   __syncthreads();  // the only CTA-wide barrier
 
   if (threadIdx.x >= Tile::kConsumers) {
+    if constexpr (kProducerGroup) {
+      setmaxnreg_dec<Tile::kProducerRegs>();
+      if (threadIdx.x >= Tile::kConsumers + 32) return;
+    }
     const int lane = threadIdx.x % 32;
     const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h);
     const SidePtrs<T> Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
@@ -144,6 +157,7 @@ __device__ __forceinline__ void fwd_tma_cta(const RelationKLParams& p, const CUt
   // swizzled boxes: k-step kk of model m in stage s is box kk / 4 of that model's tile, 32 bytes
   // further per k16 inside the box (descriptor address units of 16 bytes); and a wait for the X
   // tiles before the first key tile. Version 9 adds the offsets to the low word alone (desc_join).
+  if constexpr (kProducerGroup) setmaxnreg_inc<Tile::kConsumerRegs>();
   const uint64_t ydesc0 = sw128_desc(sY);
   fwd_pingpong_consume<T, D, false, kUniformIssue, kFoldScale, kWarpgroups, kDiag, kXRegs>(
       p, sXs, sXt, full, empty, b, h, n, r0, ntiles,
@@ -188,7 +202,7 @@ __global__ void __launch_bounds__(FwdTmaTile<D, kWarpgroups>::kThreads, 1)
   if constexpr (kPass == 1) {
     if (*flag == 0) return;
   }
-  constexpr bool kXRegs = kPass == 0 && kWarpgroups == 3 && D == 64;  // forward version 16
+  constexpr int kXRegs = kPass == 0 && kWarpgroups == 3 && D == 64 ? 2 : 0;  // forward version 16
   fwd_tma_cta<T, D, true, true, kWarpgroups, kPass == 0, kXRegs>(p, map_s, map_t, flag);
 }
 
@@ -205,11 +219,12 @@ dim3 fwd_tma_grid(const RelationKLParams& p) {
 // Launches `kernel` (an instance of relation_kl_fwd_tma_kernel or relation_kl_fwd_diag_kernel) on the params
 // (16-bit T, D = 64 or 128, the bucket of max(d_s, d_t)); the caller has checked tma_side_ok for
 // both sides; kWarpgroups: the kernel's.
-// `args...` after the two maps: the diagonal kernel's flags.
-template <typename T, int D, int kWarpgroups = 2, typename... Args>
+// `args...` after the two maps: the diagonal kernel's flags. kProducerGroup: the kernel's
+// FwdTmaTile's.
+template <typename T, int D, int kWarpgroups = 2, bool kProducerGroup = false, typename... Args>
 void fwd_tma_run(const RelationKLParams& p, void (*kernel)(RelationKLParams, CUtensorMap, CUtensorMap, Args...),
                  Args... args) {
-  using Tile = FwdTmaTile<D, kWarpgroups>;
+  using Tile = FwdTmaTile<D, kWarpgroups, kProducerGroup>;
   const CUtensorMap map_s = tma_map<T>(tma_y_operand(p.student, p.seq_len, p.batch), Tile::kKeys);
   const CUtensorMap map_t = tma_map<T>(tma_y_operand(p.teacher, p.seq_len, p.batch), Tile::kKeys);
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -250,17 +265,17 @@ inline bool fwd_diag_ok(const RelationKLParams& p) {
 
 // Forward version 11 where fwd_diag_ok (the fixed-stabilizer pass, then the online forward on the
 // CTAs it flagged; the flags from the library's scratch pool on the launch stream), versions 9 / 10
-// elsewhere. `first`: the fixed-stabilizer pass's kernel (dev/cuda's forwards 11, 12, 15, 16 hand
-// their own).
-template <typename T, int D, int kWarpgroups>
+// elsewhere. `first`: the fixed-stabilizer pass's kernel (dev/cuda's forwards 11, 12, 15, 16, 19
+// hand their own; kProducerGroup: its FwdTmaTile's).
+template <typename T, int D, int kWarpgroups, bool kProducerGroup = false>
 void fwd_diag_launch_groups(const RelationKLParams& p,
                             void (*first)(RelationKLParams, CUtensorMap, CUtensorMap, int*) =
                                 relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 0>) {
   if (!fwd_diag_ok(p)) return fwd_tma_launch_groups<T, D, kWarpgroups>(p);
   const dim3 grid = fwd_tma_grid<kWarpgroups>(p);
   const ScratchInts redo(size_t(grid.x) * grid.y * grid.z, static_cast<cudaStream_t>(p.stream));
-  fwd_tma_run<T, D, kWarpgroups, int*>(p, first, redo.data());
-  fwd_tma_run<T, D, kWarpgroups, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 1>, redo.data());
+  fwd_tma_run<T, D, kWarpgroups, kProducerGroup, int*>(p, first, redo.data());
+  fwd_tma_run<T, D, kWarpgroups, false, int*>(p, relation_kl_fwd_diag_kernel<T, D, kWarpgroups, 1>, redo.data());
 }
 
 // From this length on the library's forward runs three consumer warpgroups (version 10: on one

@@ -139,12 +139,12 @@ __device__ __forceinline__ void fwd_pingpong_produce(const RelationKLParams& p, 
 // kDiag (forward version 11; with kUniformIssue and kFoldScale, for a self-relation
 // without a key mask): the stabilizers fixed at each row's diagonal (fwd_diag_update, fwd_diag_store),
 // a row that overflowed setting *diag_redo.
-// kXRegs (forward version 16, the library's first pass with three warpgroups at D = 64; and 15):
-// the warpgroup's X rows of both models read once, after
-// before_loop(), into registers as wgmma A fragments (cm_a_frags), so that the logit GEMMs read only
-// the key tiles from shared memory (wgmma_m64n64k16_rs).
+// kXRegs (forward version 16, the library's first pass with three warpgroups at D = 64; and 15, 19):
+// the warpgroup's X rows of kXRegs models (2: both, 1: the student's) read once, after
+// before_loop(), into registers as wgmma A fragments (cm_a_frags), so that those logit GEMMs read
+// only the key tiles from shared memory (wgmma_m64n64k16_rs).
 template <typename T, int D, bool kPairs, bool kUniformIssue = false, bool kFoldScale = false, int kWarpgroups = 2,
-          bool kDiag = false, bool kXRegs = false, typename BDesc, typename BeforeLoop>
+          bool kDiag = false, int kXRegs = 0, typename BDesc, typename BeforeLoop>
 __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, const T* sXs, const T* sXt,
                                                      uint64_t* full, uint64_t* empty, int64_t b, int h, int64_t n,
                                                      int64_t r0, int ntiles, BDesc&& b_desc, BeforeLoop&& before_loop,
@@ -181,22 +181,28 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
     }
   };
 
-  uint32_t xa_s[kXRegs ? KS : 1][4], xa_t[kXRegs ? KS : 1][4];  // kXRegs: A from registers
+  static_assert(kXRegs >= 0 && kXRegs <= 2, "kXRegs: how many models' X rows in registers");
+  uint32_t xa_s[kXRegs > 0 ? KS : 1][4], xa_t[kXRegs > 1 ? KS : 1][4];  // kXRegs: A from registers
   // Both logit tiles of key tile t (stage t mod K) into z, one commit group.
   auto issue = [&](FwdLogits<NT>& z, int t) {
     // Version 9: the stage from lane 0 as well (the compiler does not see the loop counter as warp-uniform).
     const int stage = kUniformIssue ? __shfl_sync(0xffffffffu, t % K, 0) : t % K;
     wgmma_fence();  // the previous update wrote z (in-place scaling) before this issue
-    if constexpr (kXRegs) {
 #pragma unroll
-      for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_rs<T>(z.s, xa_s[kk], b_desc(stage, 0, kk), kk > 0);
+    for (int kk = 0; kk < KS; ++kk) {
+      if constexpr (kXRegs > 0) {
+        wgmma_m64n64k16_rs<T>(z.s, xa_s[kk], b_desc(stage, 0, kk), kk > 0);
+      } else {
+        wgmma_m64n64k16_ss<T>(z.s, a_desc(0, kk), b_desc(stage, 0, kk), kk > 0);
+      }
+    }
 #pragma unroll
-      for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_rs<T>(z.t, xa_t[kk], b_desc(stage, 1, kk), kk > 0);
-    } else {
-#pragma unroll
-      for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.s, a_desc(0, kk), b_desc(stage, 0, kk), kk > 0);
-#pragma unroll
-      for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss<T>(z.t, a_desc(1, kk), b_desc(stage, 1, kk), kk > 0);
+    for (int kk = 0; kk < KS; ++kk) {
+      if constexpr (kXRegs > 1) {
+        wgmma_m64n64k16_rs<T>(z.t, xa_t[kk], b_desc(stage, 1, kk), kk > 0);
+      } else {
+        wgmma_m64n64k16_ss<T>(z.t, a_desc(1, kk), b_desc(stage, 1, kk), kk > 0);
+      }
     }
     wgmma_commit();
   };
@@ -232,10 +238,8 @@ __device__ __forceinline__ void fwd_pingpong_consume(const RelationKLParams& p, 
 
   if (wg == W - 1) named_bar_arrive(next_turn, kFwdTurnThreads);  // warpgroup 0 issues first
   before_loop();
-  if constexpr (kXRegs) {
-    cm_a_frags<T, D>(xa_s, xs, warp * 16 + g, threadIdx.x % 4);
-    cm_a_frags<T, D>(xa_t, xt, warp * 16 + g, threadIdx.x % 4);
-  }
+  if constexpr (kXRegs > 0) cm_a_frags<T, D>(xa_s, xs, warp * 16 + g, threadIdx.x % 4);
+  if constexpr (kXRegs > 1) cm_a_frags<T, D>(xa_t, xt, warp * 16 + g, threadIdx.x % 4);
   if constexpr (kDiag) {
     // Version 11's stabilizers: each row's own logit, c |x|^2 in log2 units.
     const SidePtrs<T> S = side_ptrs<T>(p.student, p.heads, b, h), Tt = side_ptrs<T>(p.teacher, p.heads, b, h);
